@@ -1,0 +1,3 @@
+from genimpute.cli import main
+
+main()

@@ -1,0 +1,79 @@
+"""Frozen settings. Every model directory stores them, so a checkpoint rebuilds
+its model and windows with no flags."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    untyped: int = 100  # U: consecutive untyped variants predicted by one window
+    typed: int = 200  # T: typed variants nearest to them, given as evidence
+    context: int = 24  # k: panel haplotypes nearest to the query by L1 on typed sites
+
+    def __post_init__(self):
+        for name in ("untyped", "typed", "context"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"window {name} must be >= 1; found {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "msa"
+    dim: int = 32
+    layers: int = 2
+    heads: int = 4
+    ffn_mult: int = 2
+    max_columns: int = 512  # longest window (U + T) the column embedding covers
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 4000
+    max_minutes: float = 30.0  # wall-clock budget; training stops at whichever comes first
+    batch_size: int = 8  # queries per step (all from one window)
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    seed: int = 1
+    checkpoint_every: int = 100
+    validate_every: int = 250
+    val_fraction: float = 0.05  # panel samples held out for validation r2
+    val_windows: int = 24
+    # loss = (1 - lam) * context reconstruction + lam * query cross-entropy,
+    # lam annealed linearly from lam_start to 1 over anneal_steps.
+    lam_start: float = 0.5
+    anneal_steps: int = 2000
+    mask_rate: float = 0.10  # share of context cells hidden for reconstruction
+    mask_span: int = 8  # hidden cells come in runs of this many variants
+
+
+@dataclass(frozen=True)
+class ImputeConfig:
+    batch_size: int = 64  # query haplotypes per forward pass
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a model directory records about how its model was built."""
+
+    window: WindowConfig = field(default_factory=WindowConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        return cls(
+            window=WindowConfig(**d["window"]),
+            model=ModelConfig(**d["model"]),
+            train=TrainConfig(**d["train"]),
+        )
+
+
+# Cell tokens shared by the windowing code and every backbone.
+REF, ALT, MASKED = 0, 1, 2
+N_TOKENS = 3
