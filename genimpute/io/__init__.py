@@ -1,0 +1,2 @@
+"""File formats: VCF/BCF reading, array marker lists, imputed VCF writing.
+Nothing here imports torch."""

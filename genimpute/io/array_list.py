@@ -1,0 +1,55 @@
+"""SNP-array marker lists: `CHROM POS` or `CHROM POS REF ALT` per line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from genimpute.errors import InputError
+from genimpute.io.contigs import normalise_contig
+
+
+@dataclass(frozen=True)
+class ArraySites:
+    """Positions typed by an array. Sites listed with alleles only match panel
+    records with those alleles; sites without alleles match the panel's SNPs."""
+
+    positions: frozenset  # {(contig_key, pos)}
+    alleles: frozenset  # {(contig_key, pos, ref, alt)} for lines that gave alleles
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+
+def read_array_list(path: str | Path) -> ArraySites:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"array list {path}: no such file")
+    positions, alleles = set(), set()
+    with open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split()
+            if len(fields) not in (2, 4):
+                raise InputError(
+                    f"array list {path} line {lineno}: expected 'CHROM POS' or "
+                    f"'CHROM POS REF ALT'; found {len(fields)} fields: {line[:80]!r}"
+                )
+            contig = normalise_contig(fields[0])
+            try:
+                pos = int(fields[1])
+            except ValueError:
+                pos = 0
+            if pos < 1:
+                raise InputError(
+                    f"array list {path} line {lineno}: expected a positive integer "
+                    f"position; found {fields[1]!r}"
+                )
+            positions.add((contig, pos))
+            if len(fields) == 4:
+                alleles.add((contig, pos, fields[2].upper(), fields[3].upper()))
+    if not positions:
+        raise InputError(f"array list {path}: expected at least one site; found none")
+    return ArraySites(frozenset(positions), frozenset(alleles))

@@ -1,0 +1,176 @@
+"""Reading panel and target VCF/BCF files with cyvcf2.
+
+Haplotype h of sample s is column 2*s + h. Panel haplotypes are bit-packed
+per record as they are read, so a whole-chromosome panel (5,008 haplotypes x
+1.8M records = 1.1 GB packed, 9 GB unpacked) fits in memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from genimpute.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Records:
+    """Site descriptions of a VCF, one entry per record, in file order."""
+
+    contigs: list  # contig name as written in the file
+    positions: np.ndarray  # int64
+    ids: list
+    refs: list
+    alts: list  # ALT as written (comma-joined when multi-allelic)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+
+@dataclass
+class PanelData:
+    samples: list
+    records: Records
+    packed: np.ndarray  # (M, ceil(H/8)) uint8, np.packbits of each record's haplotypes
+    n_haplotypes: int
+
+
+@dataclass
+class TargetData:
+    samples: list
+    records: Records
+    alleles: np.ndarray  # (M, 2S) int8 allele index per haplotype
+    phased: np.ndarray  # (M,) bool, every genotype of the record is phased
+
+
+def open_vcf(path: str | Path):
+    import cyvcf2
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        return cyvcf2.VCF(str(path), gts012=False, lazy=True, strict_gt=True)
+    except Exception as exc:  # cyvcf2 raises OSError or a bare Exception on bad headers
+        raise InputError(f"{path}: cannot be read as VCF/BCF ({exc})") from exc
+
+
+def _where(path, contig, pos, number) -> str:
+    return f"{path} record {number} ({contig}:{pos})"
+
+
+def _diploid_genotypes(rec, path, number) -> np.ndarray:
+    """(S, 3) int16: allele 1, allele 2, phased flag. Haploid and missing
+    calls are not supported yet and stop with the record named."""
+    gts = rec.genotype.array()
+    where = _where(path, rec.CHROM, rec.POS, number)
+    if gts.shape[1] != 3 or (gts[:, :2] == -2).any():
+        raise InputError(f"{where}: expected diploid genotypes; found haploid calls")
+    if (gts[:, :2] < 0).any():
+        sample = int(np.nonzero((gts[:, :2] < 0).any(axis=1))[0][0])
+        raise InputError(f"{where}: expected called genotypes; found a missing call (sample #{sample + 1})")
+    return gts
+
+
+class _SortCheck:
+    """Records must be grouped by contig and sorted by position within it."""
+
+    def __init__(self, path):
+        self.path, self.seen, self.contig, self.pos = path, set(), None, -1
+
+    def __call__(self, contig, pos, number):
+        if contig != self.contig:
+            if contig in self.seen:
+                raise InputError(
+                    f"{_where(self.path, contig, pos, number)}: expected records grouped by "
+                    f"contig; found {contig} again after {self.contig}"
+                )
+            self.seen.add(contig)
+            self.contig, self.pos = contig, -1
+        elif pos < self.pos:
+            raise InputError(
+                f"{_where(self.path, contig, pos, number)}: expected records sorted by position; "
+                f"found {pos} after {self.pos} (sort with `bcftools sort`)"
+            )
+        self.pos = pos
+
+
+def read_panel(path: str | Path) -> PanelData:
+    """Read a phased, biallelic reference panel. Multi-allelic records must be
+    split first; unphased heterozygous or missing calls are rejected."""
+    vcf = open_vcf(path)
+    samples = list(vcf.samples)
+    if not samples:
+        raise InputError(f"{path}: expected samples with genotypes; found none")
+    n_hap = 2 * len(samples)
+    rec_fields = Records([], [], [], [], [])
+    positions, packed = [], []
+    check_sorted = _SortCheck(path)
+    skipped_monomorphic = 0
+    for number, rec in enumerate(vcf, start=1):
+        check_sorted(rec.CHROM, rec.POS, number)
+        if not rec.ALT:
+            skipped_monomorphic += 1
+            continue
+        if len(rec.ALT) > 1:
+            raise InputError(
+                f"{_where(path, rec.CHROM, rec.POS, number)}: expected biallelic records; found "
+                f"ALT={','.join(rec.ALT)} (split with `bcftools norm -m -any`)"
+            )
+        gts = _diploid_genotypes(rec, path, number)
+        unphased_het = (gts[:, 2] == 0) & (gts[:, 0] != gts[:, 1])
+        if unphased_het.any():
+            sample = samples[int(np.nonzero(unphased_het)[0][0])]
+            raise InputError(
+                f"{_where(path, rec.CHROM, rec.POS, number)}: expected a phased panel; found an "
+                f"unphased heterozygous genotype in sample {sample}"
+            )
+        haps = gts[:, :2].reshape(-1)
+        if haps.max() > 1:
+            raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: allele index > 1 in a biallelic record")
+        rec_fields.contigs.append(rec.CHROM)
+        positions.append(rec.POS)
+        rec_fields.ids.append(rec.ID or ".")
+        rec_fields.refs.append(rec.REF)
+        rec_fields.alts.append(rec.ALT[0])
+        packed.append(np.packbits(haps.astype(np.uint8)))
+    vcf.close()
+    if skipped_monomorphic:
+        log.warning("%s: skipped %d records without an ALT allele", path, skipped_monomorphic)
+    if not packed:
+        raise InputError(f"{path}: expected biallelic variant records; found none")
+    rec_fields.positions = np.asarray(positions, dtype=np.int64)
+    return PanelData(samples, rec_fields, np.stack(packed), n_hap)
+
+
+def read_target(path: str | Path) -> TargetData:
+    """Read target genotypes at typed sites: every record, biallelic or not,
+    so records absent from the panel can be passed through to the output."""
+    vcf = open_vcf(path)
+    samples = list(vcf.samples)
+    if not samples:
+        raise InputError(f"{path}: expected samples with genotypes; found none")
+    rec_fields = Records([], [], [], [], [])
+    positions, alleles, phased = [], [], []
+    check_sorted = _SortCheck(path)
+    for number, rec in enumerate(vcf, start=1):
+        check_sorted(rec.CHROM, rec.POS, number)
+        gts = _diploid_genotypes(rec, path, number)
+        rec_fields.contigs.append(rec.CHROM)
+        positions.append(rec.POS)
+        rec_fields.ids.append(rec.ID or ".")
+        rec_fields.refs.append(rec.REF)
+        rec_fields.alts.append(",".join(rec.ALT) if rec.ALT else ".")
+        alleles.append(gts[:, :2].reshape(-1).astype(np.int8))
+        # homozygous calls carry no phase, whatever their separator
+        phased.append(bool(((gts[:, 2] == 1) | (gts[:, 0] == gts[:, 1])).all()))
+    vcf.close()
+    if not positions:
+        raise InputError(f"{path}: expected target records; found none")
+    rec_fields.positions = np.asarray(positions, dtype=np.int64)
+    return TargetData(samples, rec_fields, np.stack(alleles), np.asarray(phased))

@@ -1,0 +1,114 @@
+"""Window geometry and nearest-haplotype context. Pure numpy, no torch.
+
+A window is U consecutive untyped panel records plus the T typed records
+nearest to them on the same contig; its columns are sorted by record index.
+Every untyped record belongs to exactly one window; windows never span
+contigs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from genimpute.config import MASKED
+
+
+@dataclass(frozen=True)
+class Window:
+    contig: int
+    columns: np.ndarray  # (M,) panel record indices, increasing
+    typed: np.ndarray  # (M,) bool, column is typed (evidence) rather than predicted
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Panel records this window imputes."""
+        return self.columns[~self.typed]
+
+
+def window_for_block(block: np.ndarray, typed_rows: np.ndarray, positions: np.ndarray, n_typed: int, contig: int) -> Window:
+    """Window around `block` (consecutive untyped records of one contig) with
+    the `n_typed` records of `typed_rows` (typed records of that contig,
+    increasing) nearest to the block's span in base pairs. Ties go to the
+    lower record index, so the result is deterministic."""
+    start, end = positions[block[0]], positions[block[-1]]
+    typed_pos = positions[typed_rows]
+    lo = np.searchsorted(typed_pos, start, side="left")
+    hi = np.searchsorted(typed_pos, end, side="right")
+    # the n_typed nearest lie within n_typed records either side of the span
+    cand = typed_rows[max(0, lo - n_typed): hi + n_typed]
+    cand_pos = positions[cand]
+    distance = np.maximum(np.maximum(start - cand_pos, cand_pos - end), 0)
+    chosen = cand[np.lexsort((cand, distance))[:n_typed]]
+    columns = np.concatenate([block, chosen])
+    order = np.argsort(columns, kind="stable")
+    typed = np.concatenate([np.zeros(len(block), bool), np.ones(len(chosen), bool)])
+    return Window(contig, columns[order], typed[order])
+
+
+def contig_rows(contig_index: np.ndarray, contig: int, typed_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(untyped, typed) record indices of one contig."""
+    on_contig = contig_index == contig
+    return np.nonzero(on_contig & ~typed_mask)[0], np.nonzero(on_contig & typed_mask)[0]
+
+
+def plan_windows(
+    contig_index: np.ndarray,
+    positions: np.ndarray,
+    typed_mask: np.ndarray,
+    n_untyped: int,
+    n_typed: int,
+    contigs: list | None = None,
+) -> list[Window]:
+    """Tile the untyped records of each contig (all contigs by default) into
+    windows of `n_untyped`, in record order."""
+    if contigs is None:
+        contigs = list(np.unique(contig_index))
+    windows = []
+    for contig in contigs:
+        untyped, typed = contig_rows(contig_index, contig, typed_mask)
+        if len(untyped) == 0:
+            continue
+        if len(typed) == 0:
+            raise ValueError(f"contig #{contig} has untyped records but no typed record")
+        for s in range(0, len(untyped), n_untyped):
+            windows.append(window_for_block(untyped[s: s + n_untyped], typed, positions, n_typed, int(contig)))
+    return windows
+
+
+def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
+    """(B, k) indices of the k panel haplotypes nearest to each query by L1
+    (Hamming) distance, nearest first, ties to the lower index.
+
+    queries: (B, t) 0/1 alleles at the window's typed sites
+    panel:   (H, t) 0/1 alleles of the panel haplotypes at the same sites
+    exclude: (B, H) bool, haplotypes a query may not use (its own sample)
+    """
+    n_hap, t = panel.shape
+    available = n_hap - (0 if exclude is None else int(exclude.sum(axis=1).max()))
+    if not 1 <= k <= available:
+        raise ValueError(f"context size k={k} must be between 1 and the {available} haplotypes available")
+    # for +-1 codes, q.h = t - 2 * hamming; float32 matmul is exact at these sizes
+    q = queries.astype(np.float32) * 2 - 1
+    h = panel.astype(np.float32) * 2 - 1
+    hamming = np.rint((t - q @ h.T) / 2).astype(np.int64)  # (B, H)
+    key = hamming * n_hap + np.arange(n_hap)  # unique keys make the order total
+    if exclude is not None:
+        key[exclude] = np.iinfo(np.int64).max
+    part = np.argpartition(key, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, axis=1), axis=1), axis=1)
+
+
+def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndarray, typed: np.ndarray) -> np.ndarray:
+    """(B, 1 + k, M) int64 cell tokens: row 0 the query with its untyped
+    cells MASKED, rows 1..k its context haplotypes.
+
+    window_haps: (M, H) panel alleles of the window's columns
+    queries:     (B, M) query alleles (untyped cells may hold anything)
+    context:     (B, k) panel haplotype indices
+    """
+    rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int64)
+    rows[:, 0] = np.where(typed, queries, MASKED)
+    rows[:, 1:] = window_haps.T[context]
+    return rows
