@@ -1,0 +1,82 @@
+"""MSA-Transformer backbone (Rao et al., 2021): axial attention over a
+matrix of haplotypes (rows) x variants (columns).
+
+Each layer: tied row attention (one attention map over columns shared by all
+rows of an example, logits summed over rows and scaled by 1/sqrt(R * d)),
+then column attention (rows attend to each other within each column), then a
+feed-forward block; all pre-LayerNorm with residuals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genimpute.config import ModelConfig
+from genimpute.models.blocks import AlleleHead, CellEmbedding, FeedForward
+
+
+class _Attention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        if config.dim % config.heads:
+            raise ValueError(f"dim {config.dim} must be divisible by heads {config.heads}")
+        self.heads = config.heads
+        self.norm = nn.LayerNorm(config.dim)
+        self.qkv = nn.Linear(config.dim, 3 * config.dim)
+        self.out = nn.Linear(config.dim, config.dim)
+
+    def _split(self, x: torch.Tensor):
+        # (..., D) -> 3 x (..., heads, D/heads)
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        shape = (*x.shape[:-1], self.heads, -1)
+        return q.reshape(shape), k.reshape(shape), v.reshape(shape)
+
+
+class TiedRowAttention(_Attention):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, r, m, d = x.shape
+        q, k, v = self._split(x)  # (B, R, M, H, dh)
+        dh = d // self.heads
+
+        # fold rows into the feature axis: one M x M map per (batch, head)
+        def fold(t):
+            return t.permute(0, 3, 2, 1, 4).reshape(b, self.heads, m, r * dh)
+
+        out = F.scaled_dot_product_attention(fold(q), fold(k), fold(v), scale=1.0 / math.sqrt(r * dh))
+        out = out.reshape(b, self.heads, m, r, dh).permute(0, 3, 2, 1, 4).reshape(b, r, m, d)
+        return x + self.out(out)
+
+
+class ColumnAttention(_Attention):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, r, m, d = x.shape
+        q, k, v = self._split(x)  # (B, R, M, H, dh)
+
+        def by_column(t):
+            return t.permute(0, 2, 3, 1, 4)  # (B, M, H, R, dh)
+
+        out = F.scaled_dot_product_attention(by_column(q), by_column(k), by_column(v))
+        return x + self.out(out.permute(0, 3, 1, 2, 4).reshape(b, r, m, d))
+
+
+class MSATransformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = CellEmbedding(config)
+        self.layers = nn.ModuleList(
+            nn.ModuleList([TiedRowAttention(config), ColumnAttention(config), FeedForward(config)])
+            for _ in range(config.layers)
+        )
+        self.head = AlleleHead(config)
+
+    def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+        # tokens (B, R, M) long, typed (M,) bool -> logits (B, R, M)
+        x = self.embed(tokens, typed)
+        for row_attn, col_attn, ffn in self.layers:
+            x = ffn(col_attn(row_attn(x)))
+        return self.head(x)

@@ -1,0 +1,39 @@
+"""Process-level settings: device choice and allocator tuning."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import torch
+
+from genimpute.errors import GenimputeError
+
+log = logging.getLogger(__name__)
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """'auto' takes CUDA when present, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise GenimputeError(f"device {name!r} requested; expected CUDA to be available; found none")
+    try:
+        return torch.device(name)
+    except RuntimeError as exc:
+        raise GenimputeError(f"unknown device {name!r}; expected auto, cpu or cuda[:N]") from exc
+
+
+def tune_allocator() -> None:
+    """Keep freed memory in the heap instead of returning it to the OS after
+    every tensor: measured ~3x faster forward passes on CPU here (see DESIGN.md).
+    Same effect as MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1e11
+    MALLOC_TOP_PAD_=1 GiB; a no-op where glibc's mallopt is absent."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_top_pad, m_mmap_max = -1, -2, -4
+    libc.mallopt(m_mmap_max, 0)
+    libc.mallopt(m_trim_threshold, 2**31 - 1)
+    libc.mallopt(m_top_pad, 1 << 30)
