@@ -1,0 +1,99 @@
+"""The model directory: what `train` writes and `impute` reads.
+
+    config.json      RunConfig (window, model, train settings)
+    model.pt         final weights
+    provenance.json  version, command line, panel file and fingerprint, steps
+    panel.npz        the bit-packed reference panel the model was trained with
+    checkpoint.pt    training state for --resume (weights, optimizer, step)
+
+Every file is written to a temporary name and renamed into place, so an
+interrupted run never leaves a truncated file behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from genimpute.config import RunConfig
+from genimpute.errors import CheckpointError
+from genimpute.models import build_model
+from genimpute.panel import ReferencePanel
+
+CONFIG, WEIGHTS, PROVENANCE, PANEL, CHECKPOINT = (
+    "config.json", "model.pt", "provenance.json", "panel.npz", "checkpoint.pt",
+)
+
+
+def default_model_dir() -> Path:
+    """$GENIMPUTE_MODEL, else $XDG_DATA_HOME/genimpute/model
+    (~/.local/share/genimpute/model)."""
+    if os.environ.get("GENIMPUTE_MODEL"):
+        return Path(os.environ["GENIMPUTE_MODEL"])
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "genimpute" / "model"
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call write(tmp_path), then rename tmp_path to path."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_json(path: Path, obj: dict) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2) + "\n"))
+
+
+def save_torch(path: Path, obj: dict) -> None:
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+def load_torch(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such file")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as exc:  # truncated or foreign files raise many kinds
+        raise CheckpointError(f"{path}: cannot be loaded; truncated or not a genimpute file ({exc})") from exc
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module
+    config: RunConfig
+    panel: ReferencePanel
+    provenance: dict
+
+
+def load_model_dir(directory: str | Path) -> LoadedModel:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CheckpointError(
+            f"{directory}: no model directory; expected the output of `genimpute train` "
+            "(pass --model, or train with no --out to use the default location)"
+        )
+    try:
+        config = RunConfig.from_dict(json.loads((directory / CONFIG).read_text()))
+        provenance = json.loads((directory / PROVENANCE).read_text())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{directory}: config.json or provenance.json missing or malformed ({exc})") from exc
+    panel = ReferencePanel.load(directory / PANEL)
+    if panel.fingerprint() != provenance.get("panel_fingerprint"):
+        raise CheckpointError(f"{directory}: panel.npz does not match the panel the model was trained with")
+    model = build_model(config.model)
+    state = load_torch(directory / WEIGHTS)
+    try:
+        model.load_state_dict(state["model"])
+    except (KeyError, RuntimeError) as exc:
+        raise CheckpointError(f"{directory / WEIGHTS}: weights do not fit the model in config.json ({exc})") from exc
+    model.eval()
+    return LoadedModel(model, config, panel, provenance)

@@ -1,0 +1,299 @@
+"""Meta-learning across the whole panel.
+
+Each step draws one window at a random place on the panel and a batch of
+panel haplotypes as queries. A query sees only its typed alleles; its context
+is the k haplotypes nearest to it on the window's typed sites, drawn from
+training samples other than its own. The loss mixes the query's untyped
+cells (what imputation needs) with reconstruction of span-masked context
+cells, moving linearly towards the query term. A held-out set of panel
+samples gives the validation r2.
+
+Batches depend only on (seed, step), so a resumed run draws the same batches
+as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import sys
+import time
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from genimpute import __version__
+from genimpute.config import MASKED, RunConfig
+from genimpute.errors import CheckpointError, InputError
+from genimpute.io.array_list import read_array_list
+from genimpute.models import build_model
+from genimpute import modeldir
+from genimpute.panel import ReferencePanel, array_typed_mask
+from genimpute.windows import Window, assemble_rows, contig_rows, nearest_haplotypes, window_for_block
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Batch:
+    tokens: torch.Tensor  # (B, R, M) long, model input
+    typed: torch.Tensor  # (M,) bool
+    alleles: torch.Tensor  # (B, R, M) float, true alleles
+    query_cells: torch.Tensor  # (B, R, M) bool, the query's untyped cells
+    masked_cells: torch.Tensor  # (B, R, M) bool, hidden context cells
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+
+class TrainingSet:
+    """The panel, its typed sites, and the split of samples into train/val."""
+
+    def __init__(self, panel: ReferencePanel, typed_mask: np.ndarray, val_fraction: float, seed: int):
+        self.panel, self.typed_mask = panel, typed_mask
+        n_samples = len(panel.samples)
+        n_val = int(round(val_fraction * n_samples))
+        if n_samples - n_val < 3:
+            raise InputError(f"panel: expected at least 3 training samples; found {n_samples - n_val}")
+        val_samples = np.random.default_rng([seed, 7]).choice(n_samples, n_val, replace=False)
+        self.is_val = np.zeros(panel.n_haplotypes, bool)
+        self.is_val[2 * val_samples] = self.is_val[2 * val_samples + 1] = True
+        self.train_haps = np.nonzero(~self.is_val)[0]
+        self.val_haps = np.nonzero(self.is_val)[0]
+        self.contigs = []  # (contig, untyped rows, typed rows) with something to predict
+        for c in range(len(panel.contig_names)):
+            untyped, typed = contig_rows(panel.contig_index, c, typed_mask)
+            if len(untyped) and len(typed):
+                self.contigs.append((c, untyped, typed))
+        if not self.contigs:
+            raise InputError("panel: expected untyped and typed records on one contig; found none")
+        weights = np.array([len(u) for _, u, _ in self.contigs], float)
+        self.contig_weights = weights / weights.sum()
+
+    def random_window(self, rng: np.random.Generator, n_untyped: int, n_typed: int) -> Window:
+        c, untyped, typed = self.contigs[rng.choice(len(self.contigs), p=self.contig_weights)]
+        start = rng.integers(0, max(1, len(untyped) - n_untyped + 1))
+        return window_for_block(untyped[start: start + n_untyped], typed, self.panel.positions, n_typed, c)
+
+    def batch(self, window: Window, queries: np.ndarray, k: int, rng, mask_rate: float, mask_span: int) -> Batch:
+        haps = self.panel.haplotypes(window.columns)  # (M, H)
+        typed_haps = haps[window.typed].T  # (H, t)
+        # a query never sees its own sample nor validation samples
+        exclude = np.broadcast_to(self.is_val, (len(queries), len(self.is_val))).copy()
+        rows = np.arange(len(queries))
+        exclude[rows, queries] = exclude[rows, queries ^ 1] = True
+        k = min(k, len(self.train_haps) - 2)
+        context = nearest_haplotypes(typed_haps[queries], typed_haps, k, exclude)
+        tokens = assemble_rows(haps, haps.T[queries], context, window.typed)
+        alleles = np.concatenate([haps.T[queries][:, None], haps.T[context]], axis=1)
+        masked = span_mask(rng, tokens.shape, mask_rate, mask_span)
+        masked[:, 0] = False
+        tokens[masked] = MASKED
+        query_cells = np.zeros(tokens.shape, bool)
+        query_cells[:, 0] = ~window.typed
+        return Batch(
+            tokens=torch.from_numpy(tokens),
+            typed=torch.from_numpy(window.typed),
+            alleles=torch.from_numpy(alleles.astype(np.float32)),
+            query_cells=torch.from_numpy(query_cells),
+            masked_cells=torch.from_numpy(masked),
+        )
+
+
+def span_mask(rng: np.random.Generator, shape: tuple, rate: float, span: int) -> np.ndarray:
+    """Bool mask hiding about `rate` of the cells, in runs of `span` columns."""
+    starts = rng.random(shape) < rate / span
+    mask = starts.copy()
+    for shift in range(1, span):
+        mask[..., shift:] |= starts[..., :-shift]
+    return mask
+
+
+def lam_at(step: int, cfg) -> float:
+    return min(1.0, cfg.lam_start + (1 - cfg.lam_start) * step / max(1, cfg.anneal_steps))
+
+
+def lr_at(step: int, cfg) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def loss_terms(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(query cross-entropy, context reconstruction) means."""
+    bce = F.binary_cross_entropy_with_logits(logits, batch.alleles, reduction="none")
+    query = bce[batch.query_cells].mean()
+    recon = bce[batch.masked_cells].mean() if batch.masked_cells.any() else bce.new_zeros(())
+    return query, recon
+
+
+def pooled_r2(prob: np.ndarray, truth: np.ndarray) -> float:
+    """Squared Pearson correlation over all cells; nan when either is constant."""
+    prob, truth = prob.ravel().astype(np.float64), truth.ravel().astype(np.float64)
+    if prob.std() == 0 or truth.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(prob, truth)[0, 1] ** 2)
+
+
+class Validator:
+    """Fixed held-out windows and queries; r2 of P(alt) on untyped cells."""
+
+    def __init__(self, ts: TrainingSet, cfg: RunConfig):
+        rng = np.random.default_rng([cfg.train.seed, 11])
+        w = cfg.window
+        self.batches = []
+        if len(ts.val_haps) == 0:
+            return
+        queries = ts.val_haps[: min(len(ts.val_haps), 32)]
+        for _ in range(cfg.train.val_windows):
+            window = ts.random_window(rng, w.untyped, w.typed)
+            self.batches.append(ts.batch(window, queries, w.context, rng, 0.0, 1))
+
+    @torch.no_grad()
+    def r2(self, model: torch.nn.Module, device: torch.device) -> float:
+        if not self.batches:
+            return float("nan")
+        model.eval()
+        probs, truths = [], []
+        for b in self.batches:
+            logits = model(b.tokens.to(device), b.typed.to(device)).cpu()
+            probs.append(torch.sigmoid(logits[b.query_cells]).numpy())
+            truths.append(b.alleles[b.query_cells].numpy())
+        model.train()
+        return pooled_r2(np.concatenate(probs), np.concatenate(truths))
+
+
+class _StopRequest:
+    """Turns SIGTERM into a clean stop at the end of the current step."""
+
+    def __init__(self):
+        self.requested = False
+
+    def __enter__(self):
+        self.previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, *_):
+        self.requested = True
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self.previous)
+
+
+def train(
+    ref: str | Path,
+    array: str | Path,
+    out: str | Path,
+    config: RunConfig,
+    device: torch.device,
+    resume: bool = False,
+    progress: bool = True,
+) -> dict:
+    """Train a backbone and write a model directory to `out`. Returns the
+    provenance record (steps, elapsed time, final validation r2)."""
+    out = Path(out)
+    panel = ReferencePanel.from_vcf(ref)
+    sites = read_array_list(array)
+    typed_mask = array_typed_mask(panel, sites)
+    log.info("panel %s: %d samples, %d records, %d typed by the array", ref, len(panel.samples), len(panel), typed_mask.sum())
+
+    checkpoint_path = out / modeldir.CHECKPOINT
+    state = None
+    if resume:
+        state = modeldir.load_torch(checkpoint_path)
+        if state.get("panel_fingerprint") != panel.fingerprint():
+            raise CheckpointError(f"{checkpoint_path}: was trained on a different panel than {ref}")
+        stored = RunConfig.from_dict(state["config"])
+        # a resumed run keeps its settings; only the budget may be extended
+        config = replace(stored, train=replace(stored.train, steps=config.train.steps, max_minutes=config.train.max_minutes))
+    elif (out / modeldir.WEIGHTS).exists() or checkpoint_path.exists():
+        raise InputError(f"{out}: already holds a model; pass --resume to continue it or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    modeldir.atomic_write(out / modeldir.PANEL, panel.save)
+
+    cfg = config.train
+    torch.manual_seed(cfg.seed)
+    model = build_model(config.model).to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
+    step, elapsed, history = 0, 0.0, []
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, elapsed, history = state["step"], state["elapsed"], state["history"]
+        log.info("resuming at step %d (%.1f min trained)", step, elapsed / 60)
+
+    ts = TrainingSet(panel, typed_mask, cfg.val_fraction, cfg.seed)
+    validator = Validator(ts, config)
+    n_params = sum(p.numel() for p in model.parameters())
+    log.info("model %s: %d parameters; %d train / %d validation haplotypes", config.model.name, n_params, len(ts.train_haps), len(ts.val_haps))
+
+    def snapshot():
+        return {
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+            "elapsed": elapsed, "history": history, "config": config.to_dict(),
+            "panel_fingerprint": panel.fingerprint(),
+        }
+
+    w = config.window
+    bar = tqdm(total=cfg.steps, initial=step, desc="train", unit="step", disable=not progress, file=sys.stderr)
+    model.train()
+    started = time.monotonic() - elapsed
+    with _StopRequest() as stop:
+        while step < cfg.steps and elapsed < cfg.max_minutes * 60 and not stop.requested:
+            rng = np.random.default_rng([cfg.seed, step])
+            window = ts.random_window(rng, w.untyped, w.typed)
+            queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
+            batch = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span).to(device)
+            query_loss, recon_loss = loss_terms(model(batch.tokens, batch.typed), batch)
+            lam = lam_at(step, cfg)
+            loss = lam * query_loss + (1 - lam) * recon_loss
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step, cfg)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            elapsed = time.monotonic() - started
+            bar.update(1)
+            bar.set_postfix(loss=f"{query_loss.item():.4f}", lam=f"{lam:.2f}")
+            if step % cfg.validate_every == 0 or step == cfg.steps:
+                r2 = validator.r2(model, device)
+                history.append({"step": step, "minutes": round(elapsed / 60, 2), "query_loss": query_loss.item(), "val_r2": r2})
+                log.info("step %d: query loss %.4f, validation r2 %.4f", step, query_loss.item(), r2)
+                bar.set_postfix(loss=f"{query_loss.item():.4f}", val_r2=f"{r2:.4f}")
+            if step % cfg.checkpoint_every == 0:
+                modeldir.save_torch(checkpoint_path, snapshot())
+    bar.close()
+    if not history or history[-1]["step"] != step:
+        history.append({"step": step, "minutes": round(elapsed / 60, 2), "val_r2": validator.r2(model, device)})
+    modeldir.save_torch(checkpoint_path, snapshot())
+    finished = step >= cfg.steps or elapsed >= cfg.max_minutes * 60
+    provenance = {
+        "genimpute_version": __version__,
+        "command": " ".join(sys.argv),
+        "panel": str(ref),
+        "array": str(array),
+        "panel_fingerprint": panel.fingerprint(),
+        "typed_sites": int(typed_mask.sum()),
+        "parameters": n_params,
+        "steps": step,
+        "minutes": round(elapsed / 60, 2),
+        "finished": finished,
+        "validation_samples": [panel.samples[h // 2] for h in ts.val_haps[::2]],
+        "history": history,
+    }
+    modeldir.write_json(out / modeldir.CONFIG, config.to_dict())
+    modeldir.save_torch(out / modeldir.WEIGHTS, {"model": model.state_dict()})
+    modeldir.write_json(out / modeldir.PROVENANCE, provenance)
+    if not finished:
+        log.warning("stopped at step %d of %d; `genimpute train --resume` continues", step, cfg.steps)
+    return provenance
+
