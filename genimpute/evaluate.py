@@ -29,7 +29,10 @@ ALL = "all imputed"
 
 
 def maf_bin(maf: np.ndarray) -> np.ndarray:
-    """Index into BIN_LABELS; MAF 0.5 falls in the last, closed bin."""
+    """Index into BIN_LABELS; MAF 0.5 falls in the last, closed bin. MAF is
+    rounded first so min(af, 1 - af) bins alike whichever allele is ALT
+    (1 - 0.9 is 0.0999... in floating point)."""
+    maf = np.round(maf, 12)
     return np.clip(np.searchsorted(MAF_BINS, maf, side="right") - 1, 0, len(BIN_LABELS) - 1)
 
 
@@ -144,6 +147,8 @@ def evaluate(truth_path: str | Path, imputed: list, labels: list | None = None, 
     labels = labels or [Path(p).name for p in imputed]
     if len(labels) != len(imputed):
         raise InputError(f"expected one label per imputed file ({len(imputed)}); found {len(labels)}")
+    if len(set(labels)) != len(labels):
+        raise InputError(f"expected distinct labels; found {', '.join(labels)} (name the files with --labels)")
     truth_samples, truth = read_truth(truth_path)
     maf = panel_maf(ref) if ref is not None else None
     rows = []
@@ -154,13 +159,17 @@ def evaluate(truth_path: str | Path, imputed: list, labels: list | None = None, 
 
 
 def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
-    """Aggregate r2 by MAF bin (rows) and tool (columns), with variant counts."""
-    wide = table.pivot(index="maf_bin", columns="tool", values="aggregate_r2")
-    counts = table.pivot(index="maf_bin", columns="tool", values="variants")
+    """Aggregate r2 by MAF bin (rows) and tool (columns), with variant counts:
+    one `variants` column when every tool scored the same number per bin,
+    else a `variants <tool>` column per tool."""
     order = [*BIN_LABELS, ALL]
     tools = list(dict.fromkeys(table["tool"]))
-    wide = wide.reindex(index=order, columns=tools)
-    out = pd.DataFrame({"variants": counts.reindex(index=order, columns=tools).iloc[:, 0]})
+    wide = table.pivot(index="maf_bin", columns="tool", values="aggregate_r2").reindex(index=order, columns=tools)
+    counts = table.pivot(index="maf_bin", columns="tool", values="variants").reindex(index=order, columns=tools)
+    if counts.nunique(axis=1).max() <= 1:
+        out = pd.DataFrame({"variants": counts.iloc[:, 0]})
+    else:
+        out = counts.add_prefix("variants ")
     for tool in tools:
         out[tool] = wide[tool]
     return out

@@ -36,6 +36,7 @@ def _fraction_index(x: np.ndarray) -> np.ndarray:
 
 def genotype_columns(p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
     """(V, S) strings GT:DS:GP from per-haplotype alt probabilities (V, S)."""
+    p1, p2 = np.clip(p1, 0, 1), np.clip(p2, 0, 1)  # out-of-range values would wrap the lookup tables
     gt = _GT[2 * (p1 >= 0.5) + (p2 >= 0.5)]
     gp0 = (1 - p1) * (1 - p2)
     gp2 = p1 * p2
