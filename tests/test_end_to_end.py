@@ -1,0 +1,214 @@
+"""train -> impute -> evaluate on a tiny real slice, through the CLI."""
+
+import gzip
+import subprocess
+
+import cyvcf2
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from genimpute.cli import main
+from genimpute.modeldir import load_model_dir
+
+TINY = ["--steps", "12", "--dim", "16", "--heads", "2", "--layers", "1", "--untyped", "40",
+        "--typed", "30", "--context", "8", "--batch-size", "4", "--checkpoint-every", "4", "--validate-every", "6"]
+
+
+def run(args, ok=True):
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    d = tmp_path_factory.mktemp("model")
+    from tests.conftest import DATA
+
+    run(["-q", "train", "--ref", str(DATA / "panel.vcf.gz"), "--array", str(DATA / "omni2.5_chr20_9.0-9.1Mb.txt"),
+         "--out", str(d / "model"), *TINY])
+    return d / "model"
+
+
+@pytest.fixture(scope="module")
+def imputed(trained, tmp_path_factory):
+    from tests.conftest import DATA
+
+    out = tmp_path_factory.mktemp("imputed") / "imputed.vcf.gz"
+    run(["-q", "impute", str(DATA / "targets.omni2.5.vcf.gz"), "--model", str(trained), "--out", str(out), "--batch-size", "7"])
+    return out
+
+
+def test_model_directory_reloads(trained):
+    loaded = load_model_dir(trained)
+    assert loaded.provenance["steps"] == 12
+    assert loaded.config.window.untyped == 40
+    assert loaded.panel.n_haplotypes == 2 * 199  # every 5th of 991 samples
+    assert len(loaded.provenance["history"]) >= 2
+
+
+def test_imputed_vcf_covers_every_panel_record(imputed, data):
+    panel = [(v.POS, v.REF, v.ALT[0]) for v in cyvcf2.VCF(str(data / "panel.vcf.gz"))]
+    typed = {(v.POS, v.REF, v.ALT[0]) for v in cyvcf2.VCF(str(data / "targets.omni2.5.vcf.gz"))}
+    out = cyvcf2.VCF(str(imputed))
+    assert out.samples == cyvcf2.VCF(str(data / "targets.omni2.5.vcf.gz")).samples
+    seen = []
+    for v in out:
+        key = (v.POS, v.REF, v.ALT[0])
+        seen.append(key)
+        ds = v.format("DS")[:, 0]
+        gp = v.format("GP")
+        assert np.all((ds >= 0) & (ds <= 2))
+        np.testing.assert_allclose(gp.sum(axis=1), 1.0, atol=0.003)
+        np.testing.assert_allclose(gp[:, 1] + 2 * gp[:, 2], ds, atol=0.003)
+        if key in typed:
+            assert not v.INFO.get("IMP")
+        else:
+            assert v.INFO.get("IMP") and 0 <= v.INFO.get("DR2") <= 1
+    assert seen == panel  # every panel record, once, in panel order
+
+
+def test_typed_genotypes_pass_through_unchanged(imputed, data):
+    target = {v.POS: v.genotype.array()[:, :2].tolist() for v in cyvcf2.VCF(str(data / "targets.omni2.5.vcf.gz"))}
+    checked = 0
+    for v in cyvcf2.VCF(str(imputed)):
+        if v.POS in target and not v.INFO.get("IMP"):
+            assert v.genotype.array()[:, :2].tolist() == target[v.POS]
+            checked += 1
+    assert checked == len(target)
+
+
+def test_bcftools_reads_output_and_index(imputed):
+    header = subprocess.run(["bcftools", "view", "-h", str(imputed)], check=True, capture_output=True, text=True).stdout
+    assert "##source=genimpute" in header and "##genimputeCommand=" in header
+    region = subprocess.run(["bcftools", "view", "-H", "-r", "20:9050000-9060000", str(imputed)],
+                            check=True, capture_output=True, text=True).stdout
+    assert region.count("\n") > 10
+
+
+def test_evaluate_prints_r2_table(imputed, data):
+    result = run(["evaluate", "--truth", str(data / "targets.truth.vcf.gz"), "--ref", str(data / "panel.vcf.gz"),
+                  "--labels", "genimpute", str(imputed)])
+    assert "all imputed" in result.output and "genimpute" in result.output
+    as_json = run(["evaluate", "--json", "--truth", str(data / "targets.truth.vcf.gz"), str(imputed)]).output
+    import json
+
+    rows = json.loads(as_json)
+    overall = [r for r in rows if r["maf_bin"] == "all imputed"][0]
+    assert overall["variants"] > 1000
+    assert 0 < overall["aggregate_r2"] <= 1
+
+
+def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
+    """Stop at step 8 (budget), resume to 12: same weights as the 12-step run."""
+    args = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
+            "--out", str(tmp_path / "m"), *TINY]
+    run([*args[:-len(TINY)], *TINY[:1], "8", *TINY[2:]])
+    assert load_model_dir(tmp_path / "m").provenance["steps"] == 8
+    run([*args, "--resume"])
+    resumed = load_model_dir(tmp_path / "m").model.state_dict()
+    straight = load_model_dir(trained).model.state_dict()
+    for name in straight:
+        torch.testing.assert_close(resumed[name], straight[name], atol=1e-5, rtol=1e-4)
+
+
+def test_default_model_location(tmp_path, data, monkeypatch):
+    monkeypatch.delenv("GENIMPUTE_MODEL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    run(["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
+         *TINY[:1], "2", *TINY[2:]])
+    assert (tmp_path / "xdg" / "genimpute" / "model" / "model.pt").is_file()
+    run(["-q", "impute", str(data / "targets.omni2.5.vcf.gz")])
+    assert (tmp_path / "targets.omni2.5.imputed.vcf.gz").is_file()
+    assert (tmp_path / "targets.omni2.5.imputed.vcf.gz.tbi").is_file()
+    # a second run refuses to overwrite, --force allows it
+    assert run(["-q", "impute", str(data / "targets.omni2.5.vcf.gz")], ok=False).exit_code == 1
+    run(["-q", "impute", str(data / "targets.omni2.5.vcf.gz"), "--force"])
+
+
+# --- bad input: one clear line, non-zero exit --------------------------------
+
+def _vcf(path, records, samples=("S1", "S2"), contig="20"):
+    lines = ["##fileformat=VCFv4.2", f"##contig=<ID={contig}>", '##FORMAT=<ID=GT,Number=1,Type=String,Description="GT">',
+             "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples])]
+    lines += ["\t".join([contig, str(pos), ".", ref, alt, ".", "PASS", ".", "GT", *gts]) for pos, ref, alt, gts in records]
+    with gzip.open(path, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def _error(args):
+    result = run(args, ok=False)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("genimpute: error:")]
+    assert len(lines) == 1, result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_missing_panel_file(tmp_path, data):
+    msg = _error(["train", "--ref", str(tmp_path / "nope.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
+                  "--out", str(tmp_path / "m")])
+    assert "nope.vcf.gz" in msg and "no such file" in msg
+
+
+def test_unphased_panel(tmp_path, data):
+    panel = _vcf(tmp_path / "p.vcf.gz", [(100, "A", "G", ["0|1", "1|1"]), (200, "C", "T", ["0/1", "0|0"])])
+    array = tmp_path / "a.txt"
+    array.write_text("20\t100\n")
+    msg = _error(["train", "--ref", str(panel), "--array", str(array), "--out", str(tmp_path / "m")])
+    assert "20:200" in msg and "unphased" in msg and "S1" in msg
+
+
+def test_array_contig_absent_from_panel(tmp_path, data):
+    array = tmp_path / "a.txt"
+    array.write_text("21\t9000000\n21\t9000100\n")
+    msg = _error(["train", "--ref", str(data / "panel.vcf.gz"), "--array", str(array), "--out", str(tmp_path / "m")])
+    assert "none of 2 sites" in msg
+
+
+def test_target_contig_absent_from_panel(tmp_path, trained):
+    target = _vcf(tmp_path / "t.vcf.gz", [(9000151, "T", "C", ["0|1", "1|1"])], contig="21")
+    msg = _error(["impute", str(target), "--model", str(trained), "--out", str(tmp_path / "o.vcf.gz")])
+    assert "contigs present in the panel" in msg and "21" in msg
+    assert not (tmp_path / "o.vcf.gz").exists()
+
+
+def test_target_without_overlap(tmp_path, trained):
+    target = _vcf(tmp_path / "t.vcf.gz", [(9000152, "T", "C", ["0|1", "1|1"])])
+    msg = _error(["impute", str(target), "--model", str(trained), "--out", str(tmp_path / "o.vcf.gz")])
+    assert "found none of 1" in msg
+    assert list(tmp_path.glob("*o.vcf.gz*")) == []
+
+
+def test_unphased_target(tmp_path, trained, data):
+    msg = _error(["impute", str(data / "targets.omni2.5.unphased.vcf.gz"), "--model", str(trained),
+                  "--out", str(tmp_path / "o.vcf.gz")])
+    assert "phased" in msg
+
+
+def test_missing_model_directory(tmp_path, data):
+    msg = _error(["impute", str(data / "targets.omni2.5.vcf.gz"), "--model", str(tmp_path / "none"),
+                  "--out", str(tmp_path / "o.vcf.gz")])
+    assert "genimpute train" in msg
+
+
+def test_truncated_weights(tmp_path, trained, data):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(trained, broken)
+    blob = (broken / "model.pt").read_bytes()
+    (broken / "model.pt").write_bytes(blob[: len(blob) // 2])
+    msg = _error(["impute", str(data / "targets.omni2.5.vcf.gz"), "--model", str(broken), "--out", str(tmp_path / "o.vcf.gz")])
+    assert "model.pt" in msg
+
+
+def test_unknown_backbone_lists_valid_ones(tmp_path, data):
+    msg = _error(["train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
+                  "--model", "transformerx", "--out", str(tmp_path / "m")])
+    assert "msa" in msg

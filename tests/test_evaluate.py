@@ -1,0 +1,375 @@
+"""Accuracy evaluation (genimpute.evaluate) against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from genimpute.errors import InputError
+from genimpute.evaluate import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
+
+HEADER_META = [
+    "##fileformat=VCFv4.2",
+    '##INFO=<ID=IMP,Number=0,Type=Flag,Description="Imputed marker">',
+    '##INFO=<ID=IMPUTED,Number=0,Type=Flag,Description="Minimac4 imputed marker">',
+    '##INFO=<ID=TYPED,Number=0,Type=Flag,Description="Minimac4 typed marker">',
+    '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+    '##FORMAT=<ID=DS,Number=A,Type=Float,Description="Dosage">',
+]
+
+# Bin labels, spelled out so a change in the binning scheme is noticed.
+B0, B1, B2, B3, B4, B5, B6 = BIN_LABELS
+assert BIN_LABELS == ["[0, 0.001)", "[0.001, 0.005)", "[0.005, 0.01)", "[0.01, 0.05)",
+                      "[0.05, 0.1)", "[0.1, 0.2)", "[0.2, 0.5]"]
+
+
+def write_vcf(path: Path, samples: list, records: list, contig: str = "20") -> Path:
+    """records: (pos, ref, alt, info, format, [one field per sample])."""
+    lines = list(HEADER_META)
+    lines.append(f"##contig=<ID={contig}>")
+    lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples]))
+    for pos, ref, alt, info, fmt, fields in records:
+        assert len(fields) == len(samples)
+        lines.append("\t".join([contig, str(pos), ".", ref, alt, ".", "PASS", info, fmt, *fields]))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+GT_OF_COUNT = {0: "0|0", 1: "0|1", 2: "1|1"}
+
+
+def truth_file(path: Path, samples: list, rows: list, contig: str = "20") -> Path:
+    """rows: (pos, ref, alt, [alt allele count per sample])."""
+    return write_vcf(path, samples, [(pos, ref, alt, ".", "GT", [GT_OF_COUNT[c] for c in counts])
+                                     for pos, ref, alt, counts in rows], contig)
+
+
+def row(table: pd.DataFrame, bin_label: str, tool: str | None = None) -> pd.Series:
+    sel = table[table["maf_bin"] == bin_label]
+    if tool is not None:
+        sel = sel[sel["tool"] == tool]
+    assert len(sel) == 1, sel
+    return sel.iloc[0]
+
+
+# ---------------------------------------------------------------------------
+# Hand-checked example
+#
+# Truth, samples S1..S4 (alt allele counts):
+#   V1 pos 100: 0 0 0 1  -> AF 1/8 = 0.125 -> bin [0.1, 0.2)
+#   V2 pos 200: 0 1 1 2  -> AF 4/8 = 0.5   -> bin [0.2, 0.5]
+#   V3 pos 300: 0 1 2 0  -> AF 3/8 = 0.375 -> bin [0.2, 0.5]
+# Imputed (GT best guess / DS):
+#   V1: 0|0 0, 0|0 0, 0|1 0.5, 0|1 1   best guess 0 0 1 1  (3 of 4 concordant)
+#   V2: 0|0 0, 0|1 1, 0|1 1,   1|1 2   best guess 0 1 1 2  (4 of 4 concordant)
+#   V3: 0|0 0, 0|1 1, 0|1 1,   0|0 0   best guess 0 1 1 0  (3 of 4 concordant)
+#
+# Per-variant r2:
+#   V1: x = 0 0 .5 1 (mean .375), y = 0 0 0 1 (mean .25)
+#       Sxy = .09375+.09375-.03125+.46875 = .625
+#       Sxx = .140625+.140625+.015625+.390625 = .6875 ; Syy = .0625*3+.5625 = .75
+#       r2 = .390625 / (.6875*.75) = (25/64)/(33/64) = 25/33
+#   V2: x == y -> 1
+#   V3: x = 0 1 1 0 (mean .5), y = 0 1 2 0 (mean .75)
+#       Sxy = .375+.125+.625+.375 = 1.5 ; Sxx = 1 ; Syy = .5625+.0625+1.5625+.5625 = 2.75
+#       r2 = 2.25/2.75 = 9/11
+# Pooled, bin [0.2, 0.5] (V2 + V3, n = 8):
+#   sum x = 6, sum y = 7, sum x^2 = 8, sum y^2 = 11, sum xy = 9
+#   cov = 9 - 6*7/8 = 3.75 ; vx = 8 - 36/8 = 3.5 ; vy = 11 - 49/8 = 4.875
+#   r2 = 14.0625 / 17.0625 = 225/273 = 75/91
+# Pooled, all (V1 + V2 + V3, n = 12):
+#   sum x = 1.5+6 = 7.5, sum y = 1+7 = 8, sum x^2 = 1.25+8 = 9.25,
+#   sum y^2 = 1+11 = 12, sum xy = 1+9 = 10
+#   cov = 10 - 7.5*8/12 = 5 ; vx = 9.25 - 56.25/12 = 4.5625 ; vy = 12 - 64/12 = 20/3
+#   r2 = 25 / (4.5625*20/3) = 75/91.25 = 60/73
+# Mean per-variant r2: bin [0.1,0.2): 25/33 ; bin [0.2,0.5]: (1 + 9/11)/2 = 10/11 ;
+#   all: (25/33 + 33/33 + 27/33)/3 = 85/99
+# Concordance: 3/4 ; 7/8 ; 10/12 = 5/6
+# ---------------------------------------------------------------------------
+
+SAMPLES = ["S1", "S2", "S3", "S4"]
+TRUTH_ROWS = [
+    (100, "A", "G", [0, 0, 0, 1]),
+    (200, "C", "T", [0, 1, 1, 2]),
+    (300, "G", "A", [0, 1, 2, 0]),
+]
+IMPUTED_BY_SAMPLE = {  # pos -> {sample: "GT:DS"}
+    100: {"S1": "0|0:0", "S2": "0|0:0", "S3": "0|1:0.5", "S4": "0|1:1"},
+    200: {"S1": "0|0:0", "S2": "0|1:1", "S3": "0|1:1", "S4": "1|1:2"},
+    300: {"S1": "0|0:0", "S2": "0|1:1", "S3": "0|1:1", "S4": "0|0:0"},
+}
+REFALT = {100: ("A", "G"), 200: ("C", "T"), 300: ("G", "A")}
+
+
+@pytest.fixture
+def truth(tmp_path) -> Path:
+    return truth_file(tmp_path / "truth.vcf", SAMPLES, TRUTH_ROWS)
+
+
+def hand_imputed(path: Path, flag: str = "IMP", order=("S3", "S1", "EXTRA", "S4", "S2")) -> Path:
+    """The hand example, with sample columns shuffled, an extra sample absent
+    from the truth, a typed (unflagged) record with wrong dosages and an
+    imputed record absent from the truth: none of these may change a score."""
+    def fields(by_sample):
+        return [by_sample.get(s, "1|1:2") for s in order]
+
+    records = [(150, "T", "C", ".", "GT:DS", fields({"S1": "1|1:2", "S2": "1|1:2", "S3": "0|0:0", "S4": "0|0:0"}))]
+    for pos in (100, 200, 300):
+        ref, alt = REFALT[pos]
+        records.append((pos, ref, alt, flag, "GT:DS", fields(IMPUTED_BY_SAMPLE[pos])))
+    records.append((400, "A", "C", flag, "GT:DS", fields({"S1": "1|1:2", "S2": "0|0:0", "S3": "1|1:2", "S4": "0|0:0"})))
+    return write_vcf(path, list(order), sorted(records))
+
+
+EXPECTED = {  # bin: (variants, aggregate r2, mean variant r2, concordance)
+    B5: (1, 25 / 33, 25 / 33, 3 / 4),
+    B6: (2, 75 / 91, 10 / 11, 7 / 8),
+    ALL: (3, 60 / 73, 85 / 99, 5 / 6),
+}
+
+
+def check_expected(table: pd.DataFrame, tool: str | None = None) -> None:
+    for bin_label in [*BIN_LABELS, ALL]:
+        r = row(table, bin_label, tool)
+        if bin_label in EXPECTED:
+            n, agg, mean, conc = EXPECTED[bin_label]
+            assert r["variants"] == n, bin_label
+            assert r["aggregate_r2"] == pytest.approx(agg, abs=1e-9), bin_label
+            assert r["mean_variant_r2"] == pytest.approx(mean, abs=1e-9), bin_label
+            assert r["concordance"] == pytest.approx(conc, abs=1e-9), bin_label
+        else:
+            assert r["variants"] == 0, bin_label
+            assert math.isnan(r["aggregate_r2"]), bin_label
+            assert math.isnan(r["mean_variant_r2"]), bin_label
+            assert math.isnan(r["concordance"]), bin_label
+
+
+def test_hand_checked_example(tmp_path, truth):
+    imputed = hand_imputed(tmp_path / "imputed.vcf")
+    table = evaluate(truth, [imputed], labels=["genimpute"])
+    assert list(table.columns) == ["tool", "maf_bin", "variants", "aggregate_r2", "mean_variant_r2", "concordance"]
+    assert list(table["tool"]) == ["genimpute"] * (len(BIN_LABELS) + 1)
+    assert list(table["maf_bin"]) == [*BIN_LABELS, ALL]
+    check_expected(table)
+
+
+def test_default_label_is_file_name(tmp_path, truth):
+    imputed = hand_imputed(tmp_path / "imputed.vcf")
+    table = evaluate(truth, [imputed])
+    assert set(table["tool"]) == {"imputed.vcf"}
+
+
+def test_maf_bin_boundaries():
+    got = maf_bin(np.array([0.0, 0.001, 0.5, 0.0049, 0.00099, 0.005, 0.1999, 0.2, 0.3]))
+    assert got.tolist() == [0, 1, 6, 1, 0, 2, 5, 6, 6]
+    assert BIN_LABELS[got[0]] == "[0, 0.001)"
+    assert BIN_LABELS[got[1]] == "[0.001, 0.005)"
+    assert BIN_LABELS[got[2]] == "[0.2, 0.5]"
+
+
+def test_unflagged_records_are_not_scored(tmp_path, truth):
+    # Same genotypes as the hand example but no IMP flag anywhere: typed
+    # records only, so nothing is scored.
+    plain = hand_imputed(tmp_path / "typed.vcf", flag=".")
+    with pytest.raises(InputError, match="imputed records"):
+        evaluate(truth, [plain])
+
+
+def test_unflagged_record_excluded_from_scores(tmp_path, truth):
+    # Only V2 flagged: V1 and V3 present with dosages but not flagged IMP.
+    recs = []
+    for pos in (100, 200, 300):
+        ref, alt = REFALT[pos]
+        recs.append((pos, ref, alt, "IMP" if pos == 200 else ".", "GT:DS",
+                     [IMPUTED_BY_SAMPLE[pos][s] for s in SAMPLES]))
+    imputed = write_vcf(tmp_path / "imputed.vcf", SAMPLES, recs)
+    table = evaluate(truth, [imputed])
+    assert row(table, ALL)["variants"] == 1
+    assert row(table, B5)["variants"] == 0
+    assert row(table, B6)["variants"] == 1
+    assert row(table, ALL)["aggregate_r2"] == pytest.approx(1.0)
+    assert row(table, ALL)["concordance"] == pytest.approx(1.0)
+
+
+def test_minimac4_imputed_flag_is_scored(tmp_path, truth):
+    # Minimac4 marks imputed records IMPUTED and typed ones TYPED.
+    imputed = hand_imputed(tmp_path / "minimac.vcf", flag="IMPUTED")
+    text = imputed.read_text().replace("\t.\tGT:DS", "\tTYPED\tGT:DS")
+    imputed.write_text(text)
+    table = evaluate(truth, [imputed], labels=["minimac4"])
+    check_expected(table, "minimac4")
+
+
+def test_gt_only_file_uses_allele_counts_as_dosage(tmp_path, truth):
+    # No DS in the header or records: dosage = GT alt allele count.
+    # V1 best guess x = 0 0 1 1 (mean .5), truth y = 0 0 0 1 (mean .25)
+    #   Sxy = .125+.125-.125+.375 = .5 ; Sxx = 1 ; Syy = .75 -> r2 = .25/.75 = 1/3
+    # V3 best guess x = 0 1 1 0, truth 0 1 2 0 -> 9/11 (as in the hand example)
+    # Pooled over V1 + V3 (n = 8): sum x = 4, sum y = 4, sum x^2 = 4, sum y^2 = 6, sum xy = 4
+    #   cov = 4 - 16/8 = 2 ; vx = 4 - 2 = 2 ; vy = 6 - 2 = 4 -> r2 = 4/8 = 0.5
+    path = tmp_path / "gt_only.vcf"
+    header = [line for line in HEADER_META if "ID=DS" not in line]
+    lines = [*header, "##contig=<ID=20>",
+             "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *SAMPLES]),
+             "\t".join(["20", "100", ".", "A", "G", ".", "PASS", "IMP", "GT", "0|0", "0|0", "0|1", "0|1"]),
+             "\t".join(["20", "300", ".", "G", "A", ".", "PASS", "IMP", "GT", "0|0", "1|0", "0|1", "0|0"])]
+    path.write_text("\n".join(lines) + "\n")
+    table = evaluate(truth, [path])
+    assert row(table, B5)["aggregate_r2"] == pytest.approx(1 / 3)
+    assert row(table, B6)["aggregate_r2"] == pytest.approx(9 / 11)
+    assert row(table, ALL)["variants"] == 2
+    assert row(table, ALL)["aggregate_r2"] == pytest.approx(0.5)
+    assert row(table, ALL)["mean_variant_r2"] == pytest.approx((1 / 3 + 9 / 11) / 2)
+    # best guess is the dosage, so V1 3/4 and V3 3/4 concordant
+    assert row(table, ALL)["concordance"] == pytest.approx(6 / 8)
+
+
+def test_panel_maf_binning_differs_from_truth_maf(tmp_path, truth):
+    # Panel of 6 samples (12 haplotypes), contig named chr20 (matched to 20):
+    #   V1 (truth AF .125 -> [0.1, 0.2)): all ref in the panel, MAF 0 -> [0, 0.001)
+    #   V2 (truth AF .5 -> [0.2, 0.5]): 10 of 12 alt, MAF 2/12 = 0.167 -> [0.1, 0.2)
+    #   V3: absent from the panel -> falls back to truth MAF .375 -> [0.2, 0.5]
+    panel = write_vcf(tmp_path / "panel.vcf", ["P1", "P2", "P3", "P4", "P5", "P6"], [
+        (100, "A", "G", ".", "GT", ["0|0"] * 6),
+        (200, "C", "T", ".", "GT", ["1|1", "1|1", "0|1", "1|1", "1|0", "1|1"]),
+    ], contig="chr20")
+    imputed = hand_imputed(tmp_path / "imputed.vcf")
+
+    by_truth = evaluate(truth, [imputed])
+    assert row(by_truth, B0)["variants"] == 0
+    assert row(by_truth, B5)["variants"] == 1
+    assert row(by_truth, B6)["variants"] == 2
+
+    by_panel = evaluate(truth, [imputed], ref=panel)
+    assert row(by_panel, B0)["variants"] == 1
+    assert row(by_panel, B5)["variants"] == 1
+    assert row(by_panel, B6)["variants"] == 1
+    # V1 alone in [0, 0.001): 25/33 ; V2 alone in [0.1, 0.2): perfect ; V3 alone: 9/11
+    assert row(by_panel, B0)["aggregate_r2"] == pytest.approx(25 / 33)
+    assert row(by_panel, B5)["aggregate_r2"] == pytest.approx(1.0)
+    assert row(by_panel, B6)["aggregate_r2"] == pytest.approx(9 / 11)
+    # the "all" row does not depend on the binning
+    assert row(by_panel, ALL)["aggregate_r2"] == pytest.approx(60 / 73)
+
+
+def test_no_shared_samples(tmp_path, truth):
+    imputed = write_vcf(tmp_path / "other.vcf", ["X1", "X2"], [(100, "A", "G", "IMP", "GT:DS", ["0|0:0", "0|1:1"])])
+    with pytest.raises(InputError, match="shared"):
+        evaluate(truth, [imputed])
+
+
+def test_no_imputed_records_in_truth(tmp_path, truth):
+    # Flagged IMP but at sites (or alleles) the truth does not have.
+    imputed = write_vcf(tmp_path / "elsewhere.vcf", SAMPLES, [
+        (100, "A", "T", "IMP", "GT:DS", ["0|0:0"] * 4),  # same position, other ALT
+        (500, "A", "G", "IMP", "GT:DS", ["0|1:1"] * 4),
+    ])
+    with pytest.raises(InputError, match="present in the truth"):
+        evaluate(truth, [imputed])
+
+
+def test_label_count_mismatch(tmp_path, truth):
+    imputed = hand_imputed(tmp_path / "imputed.vcf")
+    with pytest.raises(InputError, match="one label per imputed file"):
+        evaluate(truth, [imputed], labels=["a", "b"])
+    with pytest.raises(InputError, match="one label per imputed file"):
+        evaluate(truth, [imputed, imputed], labels=["a"])
+
+
+def test_side_by_side(tmp_path, truth):
+    good = hand_imputed(tmp_path / "good.vcf")
+    # Second tool: perfect dosages on V1..V3.
+    perfect = write_vcf(tmp_path / "perfect.vcf", SAMPLES, [
+        (pos, ref, alt, "IMP", "GT:DS", [f"{GT_OF_COUNT[c]}:{c}" for c in counts])
+        for pos, ref, alt, counts in TRUTH_ROWS
+    ])
+    table = evaluate(truth, [good, perfect], labels=["zeta", "alpha"])
+    wide = side_by_side(table)
+    assert list(wide.index) == [*BIN_LABELS, ALL]
+    assert list(wide.columns) == ["variants", "zeta", "alpha"]  # tool order as given, not sorted
+    assert wide.loc[B5, "zeta"] == pytest.approx(25 / 33)
+    assert wide.loc[B6, "zeta"] == pytest.approx(75 / 91)
+    assert wide.loc[ALL, "zeta"] == pytest.approx(60 / 73)
+    assert wide.loc[B5, "alpha"] == pytest.approx(1.0)
+    assert wide.loc[B6, "alpha"] == pytest.approx(1.0)
+    assert wide.loc[ALL, "alpha"] == pytest.approx(1.0)
+    assert wide["variants"].tolist() == [0, 0, 0, 0, 0, 1, 2, 3]
+    assert wide.loc[B0, ["zeta", "alpha"]].isna().all()
+
+
+def test_perfect_imputation_on_real_slice(tmp_path, data):
+    """Imputed = truth GT with DS = alt allele count and IMP on every record."""
+    import cyvcf2
+
+    truth_path = data / "targets.truth.vcf.gz"
+    src = cyvcf2.VCF(str(truth_path))
+    src.add_info_to_header({"ID": "IMP", "Number": "0", "Type": "Flag", "Description": "Imputed marker"})
+    src.add_format_to_header({"ID": "DS", "Number": "A", "Type": "Float", "Description": "Dosage"})
+    out_path = tmp_path / "perfect.vcf.gz"
+    out = cyvcf2.Writer(str(out_path), src, mode="wz")
+    n = 0
+    for rec in src:
+        rec.INFO["IMP"] = True
+        gts = rec.genotype.array()[:, :2]
+        rec.set_format("DS", (gts > 0).sum(axis=1).astype(np.float32).reshape(-1, 1))
+        out.write_record(rec)
+        n += 1
+    out.close()
+    src.close()
+    assert n > 1000
+
+    # the file really has IMP and DS where expected
+    check = cyvcf2.VCF(str(out_path))
+    first = next(iter(check))
+    assert first.INFO.get("IMP") is True
+    assert first.format("DS")[:, 0].tolist() == [1, 1, 1, 0, 2, 0, 0, 1, 1, 1]
+    check.close()
+
+    table = evaluate(truth_path, [out_path], labels=["perfect"])
+    all_row = row(table, ALL)
+    assert all_row["variants"] == n
+    assert all_row["aggregate_r2"] == pytest.approx(1.0, abs=1e-12)
+    assert all_row["mean_variant_r2"] == pytest.approx(1.0, abs=1e-12)
+    assert all_row["concordance"] == 1.0
+    scored_bins = table[(table["maf_bin"] != ALL) & (table["variants"] > 0)]
+    assert scored_bins["variants"].sum() == n
+    # every bin with polymorphic variants is perfect too
+    finite = scored_bins["aggregate_r2"].dropna()
+    assert len(finite) >= 2
+    assert np.allclose(finite, 1.0)
+
+
+def test_maf_bin_does_not_depend_on_which_allele_is_alt():
+    for af in (0.1, 0.2, 0.01, 0.005):
+        assert maf_bin(np.array([min(af, 1 - af)]))[0] == maf_bin(np.array([min(1 - af, af)]))[0]
+        assert maf_bin(np.array([1 - (1 - af)]))[0] == maf_bin(np.array([af]))[0]
+
+
+def test_duplicate_labels_are_an_input_error(tmp_path):
+    truth = tmp_path / "truth.vcf"
+    imputed = tmp_path / "imp.vcf"
+    truth.write_text(_HEADER_FOR_DUPLICATES + "20\t100\t.\tA\tG\t.\t.\t.\tGT\t0|1\t0|0\n")
+    imputed.write_text(_HEADER_FOR_DUPLICATES + "20\t100\t.\tA\tG\t.\t.\tIMP\tGT:DS\t0|1:0.9\t0|0:0.1\n")
+    with pytest.raises(InputError, match="distinct labels"):
+        evaluate(str(truth), [str(imputed), str(imputed)])
+
+
+_HEADER_FOR_DUPLICATES = (
+    '##fileformat=VCFv4.2\n##INFO=<ID=IMP,Number=0,Type=Flag,Description="x">\n'
+    '##FORMAT=<ID=GT,Number=1,Type=String,Description="x">\n##FORMAT=<ID=DS,Number=A,Type=Float,Description="x">\n'
+    "##contig=<ID=20>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\tS2\n"
+)
+
+
+def test_side_by_side_shows_per_tool_counts_when_they_differ():
+    table = pd.DataFrame([
+        {"tool": "a", "maf_bin": ALL, "variants": 10, "aggregate_r2": 0.9},
+        {"tool": "b", "maf_bin": ALL, "variants": 8, "aggregate_r2": 0.8},
+    ])
+    wide = side_by_side(table)
+    assert list(wide.columns) == ["variants a", "variants b", "a", "b"]
+    assert wide.loc[ALL, "variants b"] == 8

@@ -1,0 +1,277 @@
+"""Imputed VCF output (genimpute.io.vcf_writer) against hand-computed values."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genimpute.errors import InputError
+from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
+
+
+# ---------------------------------------------------------------------------
+# genotype_columns
+# ---------------------------------------------------------------------------
+
+# (p1, p2, expected "GT:DS:GP"), worked by hand:
+HAND_CASES = [
+    # p1 .9, p2 .2: GT 1|0 ; DS 1.1 ; GP0 = .1*.8 = .08 ; GP1 = .9*.8 + .1*.2 = .74 ; GP2 = .9*.2 = .18
+    (0.9, 0.2, "1|0:1.1:0.08,0.74,0.18"),
+    # p1 .2, p2 .9: the mirror image, GT 0|1
+    (0.2, 0.9, "0|1:1.1:0.08,0.74,0.18"),
+    # certain ref: DS 0, GP (1, 0, 0) -- "1" and "0", not "1.000" / "0.000"
+    (0.0, 0.0, "0|0:0:1,0,0"),
+    # certain alt on both: DS 2
+    (1.0, 1.0, "1|1:2:0,0,1"),
+    # certain het
+    (1.0, 0.0, "1|0:1:0,1,0"),
+    # p1 .4, p2 .6: GT 0|1 ; DS 1 ; GP0 = .6*.4 = .24 ; GP2 = .4*.6 = .24 ; GP1 = .36 + .16 = .52
+    (0.4, 0.6, "0|1:1:0.24,0.52,0.24"),
+    # p1 .49 rounds to ref, p2 .51 to alt ; DS 1 ; GP0 = .51*.49 = .2499 -> 0.25 ;
+    # GP2 = .49*.51 = .2499 -> 0.25 ; GP1 = .49*.49 + .51*.51 = .2401 + .2601 = .5002 -> 0.5
+    (0.49, 0.51, "0|1:1:0.25,0.5,0.25"),
+    # p1 .1234, p2 .0005: DS .1239 -> 0.124 ; GP0 = .8766*.9995 = .87616 -> 0.876 ;
+    # GP2 = .1234*.0005 = .0000617 -> 0 ; GP1 = .1234*.9995 + .8766*.0005 = .12334 + .00044 = .12378 -> 0.124
+    (0.1234, 0.0005, "0|0:0.124:0.876,0.124,0"),
+    # p1 .7, p2 .95: GT 1|1 ; DS 1.65 ; GP0 = .3*.05 = .015 ; GP1 = .7*.05 + .3*.95 = .035 + .285 = .32 ;
+    # GP2 = .7*.95 = .665
+    (0.7, 0.95, "1|1:1.65:0.015,0.32,0.665"),
+]
+
+
+def test_genotype_columns_hand_values():
+    p1 = np.array([[c[0] for c in HAND_CASES]])
+    p2 = np.array([[c[1] for c in HAND_CASES]])
+    got = genotype_columns(p1, p2)
+    assert got.shape == (1, len(HAND_CASES))
+    assert got[0].tolist() == [c[2] for c in HAND_CASES]
+
+
+def test_genotype_columns_shape_and_row_order():
+    # (V=2, S=3): row v, column s must come from p[v, s]
+    p1 = np.array([[0.0, 1.0, 0.3], [0.6, 0.0, 1.0]])
+    p2 = np.array([[0.0, 1.0, 0.0], [0.0, 0.8, 1.0]])
+    got = genotype_columns(p1, p2)
+    assert got.shape == (2, 3)
+    # (0.3, 0): GP0 = .7, GP1 = .3, GP2 = 0 ; (0.6, 0): GP0 .4 GP1 .6 ; (0, .8): GP0 .2 GP1 .8
+    assert got.tolist() == [
+        ["0|0:0:1,0,0", "1|1:2:0,0,1", "0|0:0.3:0.7,0.3,0"],
+        ["1|0:0.6:0.4,0.6,0", "0|1:0.8:0.2,0.8,0", "1|1:2:0,0,1"],
+    ]
+
+
+def test_genotype_columns_matches_definition_on_random_probabilities():
+    rng = np.random.default_rng(7)
+    p1 = rng.random((20, 15))
+    p2 = rng.random((20, 15))
+    p1[0, :5] = [0.0, 1.0, 0.0, 1.0, 0.5 - 1e-9]
+    got = genotype_columns(p1, p2)
+    for v in range(p1.shape[0]):
+        for s in range(p1.shape[1]):
+            a, b = p1[v, s], p2[v, s]
+            gt, ds, gp = got[v, s].split(":")
+            assert gt == f"{int(a >= 0.5)}|{int(b >= 0.5)}"
+            assert float(ds) == pytest.approx(a + b, abs=0.0005 + 1e-12)
+            assert len(ds.partition(".")[2]) <= 3
+            assert ds == "0" or not ds.endswith(("0", "."))
+            gps = [float(x) for x in gp.split(",")]
+            want = [(1 - a) * (1 - b), a * (1 - b) + (1 - a) * b, a * b]
+            assert gps == pytest.approx(want, abs=0.0005 + 1e-12)
+            for text in gp.split(","):
+                assert text == "0" or not text.endswith("0")
+                assert not text.endswith(".")
+
+
+# ---------------------------------------------------------------------------
+# dosage_r2
+# ---------------------------------------------------------------------------
+
+
+def test_dosage_r2_hand_value():
+    # p = .9 .1 .8 .2 : AF = 2/4 = .5 ; deviations .4 -.4 .3 -.3 ;
+    # var = (.16 + .16 + .09 + .09)/4 = .125 ; DR2 = .125 / (.5*.5) = .5
+    # p = .5 .5 .5 .5 : AF .5, var 0 -> DR2 0
+    # p = 1 .5 0 .5 : AF .5 ; var = (.25 + 0 + .25 + 0)/4 = .125 -> .5
+    # p = .6 .2 0 0 : AF .2 ; devs .4 0 -.2 -.2 ; var = (.16+0+.04+.04)/4 = .06 ; .06/(.2*.8) = .375
+    p = np.array([[0.9, 0.1, 0.8, 0.2], [0.5, 0.5, 0.5, 0.5], [1.0, 0.5, 0.0, 0.5], [0.6, 0.2, 0.0, 0.0]])
+    af, r2 = dosage_r2(p)
+    assert af == pytest.approx([0.5, 0.5, 0.5, 0.2])
+    assert r2 == pytest.approx([0.5, 0.0, 0.5, 0.375])
+
+
+def test_dosage_r2_monomorphic_is_zero():
+    p = np.array([[0.0] * 6, [1.0] * 6, [1e-15] * 6])
+    af, r2 = dosage_r2(p)
+    assert af == pytest.approx([0.0, 1.0, 0.0])
+    assert r2.tolist() == [0.0, 0.0, 0.0]
+    assert np.isfinite(r2).all()
+
+
+def test_dosage_r2_confident_polymorphic_is_one():
+    p = np.array([[1, 0, 0, 1, 0, 0], [1, 1, 1, 1, 1, 0], [0, 0, 0, 0, 0, 1]], dtype=float)
+    af, r2 = dosage_r2(p)
+    assert af == pytest.approx([1 / 3, 5 / 6, 1 / 6])
+    assert r2 == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_dosage_r2_matches_definition_and_is_clipped():
+    rng = np.random.default_rng(3)
+    p = rng.random((30, 40)) ** 3
+    af, r2 = dosage_r2(p)
+    for v in range(p.shape[0]):
+        row = p[v]
+        mean = sum(row) / len(row)
+        var = sum((x - mean) ** 2 for x in row) / len(row)
+        assert af[v] == pytest.approx(mean)
+        assert r2[v] == pytest.approx(min(1.0, max(0.0, var / (mean * (1 - mean)))))
+    assert ((r2 >= 0) & (r2 <= 1)).all()
+
+
+# ---------------------------------------------------------------------------
+# VcfWriter
+# ---------------------------------------------------------------------------
+
+SAMPLES = ["NA1", "NA2", "NA3"]
+P1 = np.array([[0.9, 0.0, 1.0], [0.2, 0.4, 0.0], [0.0, 1.0, 0.1234]])
+P2 = np.array([[0.2, 0.0, 1.0], [0.9, 0.6, 0.0], [0.0, 0.0, 0.0005]])
+FIXED = [["20", "100", "rs1", "A", "G"], ["20", "250", ".", "C", "T"], ["20", "9000", "rs3", "G", "GA"]]
+INFO = ["AF=0.517;DR2=0.61;IMP", "AF=0.35;DR2=0.4;IMP", "AF=0.187;DR2=0.9"]
+
+
+def write_example(path: Path, force: bool = False) -> VcfWriter:
+    with VcfWriter(path, force=force) as writer:
+        writer.write_header(SAMPLES, ["20", "21"], {"source": "genimpute-test"})
+        writer.write_records(FIXED[:2], INFO[:2], "GT:DS:GP", genotype_columns(P1[:2], P2[:2]))
+        writer.write_records(FIXED[2:], INFO[2:], "GT:DS:GP", genotype_columns(P1[2:], P2[2:]))
+    return writer
+
+
+def bcftools(*args: str) -> str:
+    return subprocess.run(["bcftools", *args], check=True, capture_output=True, text=True).stdout
+
+
+def test_writer_output_read_back_by_bcftools(tmp_path):
+    out = tmp_path / "out.vcf.gz"
+    writer = write_example(out)
+    assert writer.records == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.vcf.gz", "out.vcf.gz.tbi"]
+    # BGZF: gzip magic plus the BC extra subfield
+    raw = out.read_bytes()
+    assert raw[:4] == b"\x1f\x8b\x08\x04" and raw[12:14] == b"BC"
+
+    header = bcftools("view", "-h", str(out))
+    assert "##source=genimpute-test" in header
+    assert "##contig=<ID=20>" in header and "##contig=<ID=21>" in header
+    assert header.rstrip("\n").split("\n")[-1].split("\t")[9:] == SAMPLES
+
+    body = bcftools("query", "-f", "%CHROM\t%POS\t%ID\t%REF\t%ALT\t%INFO/AF\t%INFO/DR2[\t%GT:%DS:%GP]\n", str(out))
+    assert body.splitlines() == [
+        "20\t100\trs1\tA\tG\t0.517\t0.61\t1|0:1.1:0.08,0.74,0.18\t0|0:0:1,0,0\t1|1:2:0,0,1",
+        "20\t250\t.\tC\tT\t0.35\t0.4\t0|1:1.1:0.08,0.74,0.18\t0|1:1:0.24,0.52,0.24\t0|0:0:1,0,0",
+        "20\t9000\trs3\tG\tGA\t0.187\t0.9\t0|0:0:1,0,0\t1|0:1:0,1,0\t0|0:0.124:0.876,0.124,0",
+    ]
+
+    flagged = bcftools("query", "-i", "IMP=1", "-f", "%POS\n", str(out))
+    assert flagged.split() == ["100", "250"]
+
+    # the .tbi index answers region queries
+    region = bcftools("view", "-H", "-r", "20:200-300", str(out))
+    assert [line.split("\t")[1] for line in region.splitlines()] == ["250"]
+    assert bcftools("view", "-H", "-r", "21", str(out)) == ""
+
+
+def test_writer_output_read_back_by_cyvcf2(tmp_path):
+    import cyvcf2
+
+    out = tmp_path / "out.vcf.gz"
+    write_example(out)
+    vcf = cyvcf2.VCF(str(out))
+    assert vcf.samples == SAMPLES
+    recs = list(vcf)
+    assert [(r.CHROM, r.POS, r.REF, r.ALT) for r in recs] == [
+        ("20", 100, "A", ["G"]), ("20", 250, "C", ["T"]), ("20", 9000, "G", ["GA"])]
+    assert [r.INFO.get("IMP") for r in recs] == [True, True, None]
+    assert [r.INFO.get("DR2") for r in recs] == pytest.approx([0.61, 0.4, 0.9])
+    ds = np.array([r.format("DS")[:, 0] for r in recs])
+    assert ds == pytest.approx(np.round(P1 + P2, 3), abs=1e-6)
+    gp = recs[0].format("GP")
+    assert np.allclose(gp, [[0.08, 0.74, 0.18], [1, 0, 0], [0, 0, 1]], atol=1e-6)
+    gts = np.array([r.genotype.array() for r in recs])  # (V, S, 3): allele1, allele2, phased
+    assert gts[:, :, 0].tolist() == (P1 >= 0.5).astype(int).tolist()
+    assert gts[:, :, 1].tolist() == (P2 >= 0.5).astype(int).tolist()
+    assert (gts[:, :, 2] == 1).all()  # phased
+    # indexed region query through cyvcf2 too
+    assert [r.POS for r in vcf("20:9000-9000")] == [9000]
+    vcf.close()
+
+
+def test_writer_refuses_existing_output_without_force(tmp_path):
+    out = tmp_path / "out.vcf.gz"
+    out.write_bytes(b"old")
+    with pytest.raises(InputError, match="exists"):
+        VcfWriter(out)
+    assert out.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.vcf.gz"]
+
+
+def test_writer_overwrites_with_force(tmp_path):
+    out = tmp_path / "out.vcf.gz"
+    out.write_bytes(b"old")
+    Path(f"{out}.tbi").write_bytes(b"stale index")
+    write_example(out, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.vcf.gz", "out.vcf.gz.tbi"]
+    assert len(bcftools("view", "-H", str(out)).splitlines()) == 3
+    assert bcftools("view", "-H", "-r", "20:100", str(out)).split("\t")[1] == "100"
+
+
+@pytest.mark.parametrize("name", ["out.vcf", "out.bcf", "out.vcf.bgz", "out.gz", "out.vcf.gz.tmp"])
+def test_writer_refuses_name_not_ending_vcf_gz(tmp_path, name):
+    with pytest.raises(InputError, match=r"\.vcf\.gz"):
+        VcfWriter(tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_refuses_missing_directory(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        VcfWriter(tmp_path / "nope" / "out.vcf.gz")
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def test_writer_leaves_nothing_when_the_block_raises(tmp_path):
+    out = tmp_path / "out.vcf.gz"
+    with pytest.raises(Boom):
+        with VcfWriter(out) as writer:
+            writer.write_header(SAMPLES, ["20"], {})
+            writer.write_records(FIXED[:2], INFO[:2], "GT:DS:GP", genotype_columns(P1[:2], P2[:2]))
+            assert writer.tmp.exists()  # work in progress goes to a temporary file
+            assert not out.exists()
+            raise Boom("interrupted")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_failure_keeps_previous_output_with_force(tmp_path):
+    out = tmp_path / "out.vcf.gz"
+    write_example(out)
+    before = out.read_bytes(), Path(f"{out}.tbi").read_bytes()
+    with pytest.raises(Boom):
+        with VcfWriter(out, force=True) as writer:
+            writer.write_header(SAMPLES, ["20"], {})
+            raise Boom("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.vcf.gz", "out.vcf.gz.tbi"]
+    assert (out.read_bytes(), Path(f"{out}.tbi").read_bytes()) == before
+
+
+def test_writer_failure_while_indexing_leaves_nothing(tmp_path):
+    # Unsorted records make tabix indexing fail at exit: no partial output either.
+    out = tmp_path / "out.vcf.gz"
+    with pytest.raises(OSError, match="index"):
+        with VcfWriter(out) as writer:
+            writer.write_header(SAMPLES, ["20"], {})
+            writer.write_records(FIXED[::-1], INFO[::-1], "GT:DS:GP", genotype_columns(P1[::-1], P2[::-1]))
+    assert list(tmp_path.iterdir()) == []
