@@ -11,7 +11,11 @@ from pathlib import Path
 import click
 
 from genimpute import __version__
-from genimpute.config import ImputeConfig, ModelConfig, RunConfig, TrainConfig, WindowConfig
+from genimpute.config import (
+    ImputeConfig,
+    RunConfig,
+    WindowConfig,
+)
 from genimpute.errors import GenimputeError
 
 _DEFAULTS = RunConfig()

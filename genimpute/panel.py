@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,9 +82,11 @@ class ReferencePanel:
         """Identifies the panel's sites and haplotypes, to catch a model
         directory paired with a different panel."""
         h = hashlib.sha256()
-        for part in (self.contig_index, self.positions, _join(self.refs), _join(self.alts), self.packed):
-            h.update(np.ascontiguousarray(part).tobytes())
-        h.update("\n".join(self.samples).encode())
+        parts = (self.contig_names, self.samples, self.refs, self.alts)
+        for part in (*map(_join, parts), self.contig_index, self.positions, self.packed):
+            data = np.ascontiguousarray(part).tobytes()
+            h.update(len(data).to_bytes(8, "little"))  # length prefix: no two splits hash alike
+            h.update(data)
         return h.hexdigest()
 
     # --- persistence -----------------------------------------------------
@@ -119,7 +122,7 @@ class ReferencePanel:
                 )
         except FileNotFoundError as exc:
             raise CheckpointError(f"{path}: reference panel missing from the model directory") from exc
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise CheckpointError(f"{path}: reference panel file is corrupted ({exc})") from exc
 
 
@@ -158,7 +161,7 @@ def align_target(panel: ReferencePanel, target: TargetData, source: str = "targe
     """Match target records to the panel by CHROM:POS:REF:ALT."""
     keys = [normalise_contig(c) for c in panel.contig_names]
     index = {
-        (keys[ci], int(pos), ref, alt): i
+        (keys[ci], int(pos), ref.upper(), alt.upper()): i
         for i, (ci, pos, ref, alt) in enumerate(zip(panel.contig_index, panel.positions, panel.refs, panel.alts))
     }
     target_keys = {normalise_contig(c) for c in target.records.contigs}
@@ -172,7 +175,7 @@ def align_target(panel: ReferencePanel, target: TargetData, source: str = "targe
     for t, (contig, pos, ref, alt) in enumerate(
         zip(target.records.contigs, target.records.positions, target.records.refs, target.records.alts)
     ):
-        p = index.get((normalise_contig(contig), int(pos), ref, alt))
+        p = index.get((normalise_contig(contig), int(pos), ref.upper(), alt.upper()))
         if p is None:
             unmatched.append(t)
         else:

@@ -27,14 +27,19 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from genimpute import __version__
+from genimpute import __version__, modeldir
 from genimpute.config import MASKED, RunConfig
 from genimpute.errors import CheckpointError, InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.models import build_model
-from genimpute import modeldir
 from genimpute.panel import ReferencePanel, array_typed_mask
-from genimpute.windows import Window, assemble_rows, contig_rows, nearest_haplotypes, window_for_block
+from genimpute.windows import (
+    Window,
+    assemble_rows,
+    contig_rows,
+    nearest_haplotypes,
+    window_for_block,
+)
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,10 @@ def window_for_block(block: np.ndarray, typed_rows: np.ndarray, positions: np.nd
     typed_pos = positions[typed_rows]
     lo = np.searchsorted(typed_pos, start, side="left")
     hi = np.searchsorted(typed_pos, end, side="right")
-    # the n_typed nearest lie within n_typed records either side of the span
-    cand = typed_rows[max(0, lo - n_typed): hi + n_typed]
+    # the n_typed nearest lie within n_typed records either side of the span;
+    # the left edge widens to all records at its position so ties go to the lower index
+    left = np.searchsorted(typed_pos, typed_pos[max(0, lo - n_typed)], side="left") if len(typed_pos) else 0
+    cand = typed_rows[left: hi + n_typed]
     cand_pos = positions[cand]
     distance = np.maximum(np.maximum(start - cand_pos, cand_pos - end), 0)
     chosen = cand[np.lexsort((cand, distance))[:n_typed]]
@@ -86,6 +88,8 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
     exclude: (B, H) bool, haplotypes a query may not use (its own sample)
     """
     n_hap, t = panel.shape
+    if len(queries) == 0:
+        return np.empty((0, k), dtype=np.int64)
     available = n_hap - (0 if exclude is None else int(exclude.sum(axis=1).max()))
     if not 1 <= k <= available:
         raise ValueError(f"context size k={k} must be between 1 and the {available} haplotypes available")

@@ -25,31 +25,34 @@ def read_array_list(path: str | Path) -> ArraySites:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"array list {path}: no such file")
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"array list {path}: expected plain text (decompress it first); found binary data") from exc
     positions, alleles = set(), set()
-    with open(path) as handle:
-        for lineno, line in enumerate(handle, start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            fields = line.split()
-            if len(fields) not in (2, 4):
-                raise InputError(
-                    f"array list {path} line {lineno}: expected 'CHROM POS' or "
-                    f"'CHROM POS REF ALT'; found {len(fields)} fields: {line[:80]!r}"
-                )
-            contig = normalise_contig(fields[0])
-            try:
-                pos = int(fields[1])
-            except ValueError:
-                pos = 0
-            if pos < 1:
-                raise InputError(
-                    f"array list {path} line {lineno}: expected a positive integer "
-                    f"position; found {fields[1]!r}"
-                )
-            positions.add((contig, pos))
-            if len(fields) == 4:
-                alleles.add((contig, pos, fields[2].upper(), fields[3].upper()))
+    for lineno, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split()
+        if len(fields) not in (2, 4):
+            raise InputError(
+                f"array list {path} line {lineno}: expected 'CHROM POS' or "
+                f"'CHROM POS REF ALT'; found {len(fields)} fields: {line[:80]!r}"
+            )
+        contig = normalise_contig(fields[0])
+        try:
+            pos = int(fields[1])
+        except ValueError:
+            pos = 0
+        if pos < 1:
+            raise InputError(
+                f"array list {path} line {lineno}: expected a positive integer "
+                f"position; found {fields[1]!r}"
+            )
+        positions.add((contig, pos))
+        if len(fields) == 4:
+            alleles.add((contig, pos, fields[2].upper(), fields[3].upper()))
     if not positions:
         raise InputError(f"array list {path}: expected at least one site; found none")
     return ArraySites(frozenset(positions), frozenset(alleles))

@@ -60,6 +60,23 @@ def open_vcf(path: str | Path):
         raise InputError(f"{path}: cannot be read as VCF/BCF ({exc})") from exc
 
 
+def _records(vcf, path):
+    """Iterate records, turning htslib parse failures into an InputError that
+    names the last record read."""
+    it = iter(vcf)
+    number, last = 0, "the header"
+    while True:
+        try:
+            rec = next(it)
+        except StopIteration:
+            return
+        except Exception as exc:  # cyvcf2 raises a bare Exception on a malformed line
+            raise InputError(f"{path}: malformed record after {last} ({exc})") from exc
+        number += 1
+        last = f"record {number} ({rec.CHROM}:{rec.POS})"
+        yield number, rec
+
+
 def _where(path, contig, pos, number) -> str:
     return f"{path} record {number} ({contig}:{pos})"
 
@@ -112,7 +129,7 @@ def read_panel(path: str | Path) -> PanelData:
     positions, packed = [], []
     check_sorted = _SortCheck(path)
     skipped_monomorphic = 0
-    for number, rec in enumerate(vcf, start=1):
+    for number, rec in _records(vcf, path):
         check_sorted(rec.CHROM, rec.POS, number)
         if not rec.ALT:
             skipped_monomorphic += 1
@@ -158,7 +175,7 @@ def read_target(path: str | Path) -> TargetData:
     rec_fields = Records([], [], [], [], [])
     positions, alleles, phased = [], [], []
     check_sorted = _SortCheck(path)
-    for number, rec in enumerate(vcf, start=1):
+    for number, rec in _records(vcf, path):
         check_sorted(rec.CHROM, rec.POS, number)
         gts = _diploid_genotypes(rec, path, number)
         rec_fields.contigs.append(rec.CHROM)
