@@ -11,7 +11,6 @@ import pytest
 from genimpute.errors import InputError
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 
-
 # ---------------------------------------------------------------------------
 # genotype_columns
 # ---------------------------------------------------------------------------
