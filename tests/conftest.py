@@ -1,8 +1,7 @@
 from pathlib import Path
 
 import pytest
-
-DATA = Path(__file__).parent / "data"
+from paths import DATA
 
 
 def pytest_addoption(parser):

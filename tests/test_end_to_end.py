@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
+from paths import DATA
 
 from genimpute.cli import main
 from genimpute.modeldir import load_model_dir
@@ -26,8 +27,6 @@ def run(args, ok=True):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     d = tmp_path_factory.mktemp("model")
-    from tests.conftest import DATA
-
     run(["-q", "train", "--ref", str(DATA / "panel.vcf.gz"), "--array", str(DATA / "omni2.5_chr20_9.0-9.1Mb.txt"),
          "--out", str(d / "model"), *TINY])
     return d / "model"
@@ -35,8 +34,6 @@ def trained(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def imputed(trained, tmp_path_factory):
-    from tests.conftest import DATA
-
     out = tmp_path_factory.mktemp("imputed") / "imputed.vcf.gz"
     run(["-q", "impute", str(DATA / "targets.omni2.5.vcf.gz"), "--model", str(trained), "--out", str(out), "--batch-size", "7"])
     return out

@@ -10,18 +10,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 
 from genimpute.errors import InputError
 from genimpute.io.array_list import ArraySites, read_array_list
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import read_panel, read_target
-
-DATA = Path(__file__).parent / "data"
-PANEL = DATA / "panel.vcf.gz"
-TARGET_PHASED = DATA / "targets.omni2.5.vcf.gz"
-TARGET_UNPHASED = DATA / "targets.omni2.5.unphased.vcf.gz"
-TARGET_TRUTH = DATA / "targets.truth.vcf.gz"
-ARRAY = DATA / "omni2.5_chr20_9.0-9.1Mb.txt"
 
 
 def _bcftools(*args) -> str:

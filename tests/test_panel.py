@@ -8,18 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 
 from genimpute.errors import CheckpointError, PanelMismatchError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target, array_typed_mask
-
-DATA = Path(__file__).parent / "data"
-PANEL = DATA / "panel.vcf.gz"
-TARGET_PHASED = DATA / "targets.omni2.5.vcf.gz"
-TARGET_UNPHASED = DATA / "targets.omni2.5.unphased.vcf.gz"
-TARGET_TRUTH = DATA / "targets.truth.vcf.gz"
-ARRAY = DATA / "omni2.5_chr20_9.0-9.1Mb.txt"
 
 ARRAY_FIELDS = ("contig_index", "positions", "packed", "alt_freq")
 LIST_FIELDS = ("samples", "contig_names", "ids", "refs", "alts")
