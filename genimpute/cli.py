@@ -48,14 +48,13 @@ def main(ctx, verbose, quiet):
     tune_allocator()
 
 
-def _model_dir_help() -> str:
-    return "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/genimpute/model]."
+_MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/genimpute/model]."
 
 
 @main.command()
 @click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Phased reference panel VCF/BCF (biallelic).")
 @click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: 'CHROM POS [REF ALT]' per line.")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help=_model_dir_help())
+@click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True, help="Backbone.")
 @click.option("--steps", type=int, default=_DEFAULTS.train.steps, show_default=True, help="Training steps.")
 @click.option("--max-minutes", type=float, default=_DEFAULTS.train.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
@@ -108,7 +107,7 @@ def _checked_config(build) -> RunConfig:
 
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
-@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help=_model_dir_help())
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Output .vcf.gz [default: <target>.imputed.vcf.gz in the current directory].")
 @click.option("--batch-size", type=int, default=ImputeConfig().batch_size, show_default=True, help="Query haplotypes per forward pass.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
