@@ -174,7 +174,8 @@ def impute(
         "genimputeModel": f"{Path(model_dir).resolve()} ({loaded.config.model.name}, {loaded.provenance.get('steps')} steps)",
     }
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
-    n_imputed = 0
+    log_every = max(1, n_windows // 10)
+    n_imputed = n_done = 0
     with VcfWriter(out, force=force) as writer:
         writer.write_header(target.samples, [c.name for c in contigs], meta)
         for contig in contigs:
@@ -182,6 +183,7 @@ def impute(
             position_of_event = {e[2]: i for i, e in enumerate(events) if e[1] != _PASSED}
             done = 0
             for window in windows_by_contig.get(contig.key, []):
+                n_done += 1
                 haps = panel.haplotypes(window.columns)
                 query_typed = aln.haplotypes[fmt.typed_row[window.columns[window.typed]]].T
                 probs = window_probabilities(model, window, haps, query_typed, wcfg.context, batch_size, device)
@@ -191,6 +193,8 @@ def impute(
                 done = upto
                 n_imputed += len(predicted)
                 bar.update(1)
+                if n_done % log_every == 0:  # progress for logs, where no bar is drawn
+                    log.info("imputed %d of %d windows in %.0f s", n_done, n_windows, time.monotonic() - started)
             _write_events(writer, fmt, events[done:], {}, contig.name)
     bar.close()
     summary = {
