@@ -68,17 +68,14 @@ class _RecordFormatter:
     """Builds output lines for typed, imputed and passed-through records."""
 
     def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment):
-        self.panel, self.target = panel, target
-        self.typed_row = np.full(len(panel), -1, dtype=np.int64)
-        self.typed_row[aln.panel_rows] = np.arange(len(aln.panel_rows))
-        self.aln = aln
+        self.panel, self.target, self.aln = panel, target, aln
 
     def _panel_fixed(self, rows, contig_name):
         p = self.panel
         return [[contig_name, str(p.positions[r]), p.ids[r], p.refs[r], p.alts[r]] for r in rows]
 
     def typed(self, writer, rows, contig_name):
-        haps = self.aln.haplotypes[self.typed_row[rows]].astype(np.float32)  # (V, 2S)
+        haps = self.aln.alleles_at(np.asarray(rows)).astype(np.float32)  # (V, 2S)
         af = haps.mean(axis=1)
         info = [f"AF={a:.4g}" for a in af]
         writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP", genotype_columns(haps[:, 0::2], haps[:, 1::2]))
@@ -185,7 +182,7 @@ def impute(
             for window in windows_by_contig.get(contig.key, []):
                 n_done += 1
                 haps = panel.haplotypes(window.columns)
-                query_typed = aln.haplotypes[fmt.typed_row[window.columns[window.typed]]].T
+                query_typed = aln.alleles_at(window.columns[window.typed]).T
                 probs = window_probabilities(model, window, haps, query_typed, wcfg.context, batch_size, device)
                 predicted = window.predicted
                 upto = position_of_event[int(predicted[-1])] + 1

@@ -156,6 +156,10 @@ class Alignment:
     contigs: list  # panel contig indices the target covers
     unmatched_rows: np.ndarray  # target records absent from the panel (passed through)
 
+    def alleles_at(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows), 2S) target alleles at matched panel records `rows`."""
+        return self.haplotypes[np.searchsorted(self.panel_rows, rows)]  # panel_rows is sorted, unique
+
 
 def align_target(panel: ReferencePanel, target: TargetData, source: str = "target") -> Alignment:
     """Match target records to the panel by CHROM:POS:REF:ALT."""
