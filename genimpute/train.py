@@ -209,11 +209,12 @@ def train(
     typed_mask = array_typed_mask(panel, sites)
     log.info("panel %s: %d samples, %d records, %d typed by the array", ref, len(panel.samples), len(panel), typed_mask.sum())
 
+    fingerprint = panel.fingerprint()  # hashes every haplotype: computed once, not per checkpoint
     checkpoint_path = out / modeldir.CHECKPOINT
     state = None
     if resume:
         state = modeldir.load_torch(checkpoint_path)
-        if state.get("panel_fingerprint") != panel.fingerprint():
+        if state.get("panel_fingerprint") != fingerprint:
             raise CheckpointError(f"{checkpoint_path}: was trained on a different panel than {ref}")
         stored = RunConfig.from_dict(state["config"])
         # a resumed run keeps its settings; only the budget may be extended
@@ -243,7 +244,7 @@ def train(
         return {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
             "elapsed": elapsed, "history": history, "config": config.to_dict(),
-            "panel_fingerprint": panel.fingerprint(),
+            "panel_fingerprint": fingerprint,
         }
 
     w = config.window
@@ -286,7 +287,7 @@ def train(
         "command": " ".join(sys.argv),
         "panel": str(ref),
         "array": str(array),
-        "panel_fingerprint": panel.fingerprint(),
+        "panel_fingerprint": fingerprint,
         "typed_sites": int(typed_mask.sum()),
         "parameters": n_params,
         "steps": step,
