@@ -94,8 +94,9 @@ class TrainingSet:
         exclude[rows, queries] = exclude[rows, queries ^ 1] = True
         k = min(k, len(self.train_haps) - 2)
         context = nearest_haplotypes(typed_haps[queries], typed_haps, k, exclude)
-        tokens = assemble_rows(haps, haps.T[queries], context, window.typed)
-        alleles = np.concatenate([haps.T[queries][:, None], haps.T[context]], axis=1)
+        query_alleles = haps.T[queries]  # (B, M)
+        tokens = assemble_rows(haps, query_alleles, context, window.typed)
+        alleles = np.concatenate([query_alleles[:, None], haps.T[context]], axis=1)
         masked = span_mask(rng, tokens.shape, mask_rate, mask_span)
         masked[:, 0] = False
         tokens[masked] = MASKED
