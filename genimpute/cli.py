@@ -12,6 +12,7 @@ import click
 
 from genimpute import __version__
 from genimpute.config import (
+    BENCHMARK_TOOLS,
     ImputeConfig,
     RunConfig,
     WindowConfig,
@@ -134,19 +135,77 @@ def impute(ctx, target, model_dir, out, batch_size, force, device):
 @main.command()
 @click.argument("imputed", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--truth", required=True, type=click.Path(dir_okay=False), help="VCF with the true genotypes.")
-@click.option("--ref", type=click.Path(dir_okay=False), default=None, help="Reference panel for MAF bins [default: truth MAF].")
+@click.option("--ref", type=click.Path(dir_okay=False), default=None, help="Reference panel for MAF bins [default: INFO/AF of the first imputed file, else truth MAF].")
 @click.option("--labels", default=None, help="Comma-separated names for the imputed files.")
-@click.option("--json", "as_json", is_flag=True, help="Print the full table as JSON.")
-def evaluate(imputed, truth, ref, labels, as_json):
-    """Aggregate r2 by MAF bin of IMPUTED VCFs (genimpute, Beagle, Minimac4) against TRUTH."""
+@click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Tab-separated table with columns 'sample' and 'population': scores per population too.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Write report.md, report.json and PNG plots into this directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full tables as JSON.")
+def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
+    """r2 by MAF bin, concordance and quality-score calibration of IMPUTED
+    VCFs (genimpute, Beagle, Minimac4) against TRUTH."""
     from genimpute.evaluate import evaluate as run_evaluate
-    from genimpute.evaluate import side_by_side
 
-    table = _run(run_evaluate, truth, list(imputed), labels.split(",") if labels else None, ref)
+    result = _run(run_evaluate, truth, list(imputed), labels.split(",") if labels else None, ref, samples)
+    if out_dir is not None:
+        _write_report(result, out_dir, {"truth": truth, **dict(zip(result.overall().index, imputed))})
     if as_json:
-        click.echo(json.dumps(table.to_dict(orient="records"), indent=2))
-        return
-    click.echo("Aggregate r2 by MAF bin" + (" (reference panel MAF)" if ref else " (truth MAF)"))
-    click.echo(side_by_side(table).to_string(float_format=lambda v: f"{v:.4f}"))
-    overall = table[table["maf_bin"] == "all imputed"].set_index("tool")
-    click.echo("\n" + overall[["variants", "mean_variant_r2", "concordance"]].to_string(float_format=lambda v: f"{v:.4f}"))
+        from genimpute.report import to_json
+
+        click.echo(to_json({"maf_source": result.maf_source, "accuracy": result.accuracy.to_dict(orient="records"),
+                            "calibration": result.calibration.to_dict(orient="records")}))
+    else:
+        _print_evaluation(result)
+
+
+@main.command()
+@click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Phased reference panel VCF/BCF.")
+@click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: the truth is masked to these to make the targets.")
+@click.option("--truth", required=True, type=click.Path(dir_okay=False), help="Phased VCF with the true genotypes of the target samples.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="genimpute_benchmark", show_default=True, help="Directory for outputs, logs and the report.")
+@click.option("--tools", default=",".join(BENCHMARK_TOOLS), show_default=True, help="Comma-separated tools to run; those not on PATH are skipped with a warning.")
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help="Use this trained genimpute model [default: train one in OUT/model].")
+@click.option("--steps", type=int, default=None, help="Training steps, when training [default: as genimpute train].")
+@click.option("--max-minutes", type=float, default=None, help="Training wall-clock budget, when training [default: as genimpute train].")
+@click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None, help="PLINK genetic map passed to Beagle.")
+@click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Samples table ('sample', 'population') for per-population scores.")
+@click.option("--threads", type=int, default=None, help="Threads for Beagle and Minimac4 [default: all cores].")
+@click.option("--force", is_flag=True, help="Replace an existing report in OUT.")
+def benchmark(ref, array, truth, out_dir, tools, model_dir, steps, max_minutes, genetic_map, samples, threads, force):
+    """Mask TRUTH to the ARRAY, impute with genimpute, Beagle and Minimac4,
+    time each, and report their accuracy side by side."""
+    from genimpute.benchmark import run_benchmark
+
+    train_args = [*(["--steps", str(steps)] if steps is not None else []),
+                  *(["--max-minutes", str(max_minutes)] if max_minutes is not None else [])]
+    result, timings, inputs = _run(run_benchmark, ref, array, truth, out_dir, tools.split(","), model_dir, train_args,
+                                   genetic_map, samples, threads, force)
+    _write_report(result, out_dir, inputs, timings)
+    _print_evaluation(result)
+    click.echo("\nWall time and peak memory")
+    click.echo(timings.to_string(index=False))
+
+
+def _write_report(result, out_dir, inputs, timings=None) -> None:
+    from genimpute.report import write_report
+
+    path = write_report(result, out_dir, inputs, timings)
+    click.echo(f"report written to {path}", err=True)
+
+
+def _print_evaluation(result) -> None:
+    from genimpute.evaluate import by_population, side_by_side
+    from genimpute.report import calibration_side_by_side
+
+    def show(frame):
+        click.echo(frame.to_string(float_format=lambda v: f"{v:.4f}"))
+
+    click.echo(f"Aggregate r2 by MAF bin (MAF from the {result.maf_source})")
+    show(side_by_side(result.accuracy))
+    click.echo("")
+    show(result.overall())
+    if result.accuracy["population"].nunique() > 1:
+        click.echo("\nAggregate r2 by population, all imputed variants")
+        show(by_population(result.accuracy))
+    if len(result.calibration):
+        click.echo("\nCalibration: mean true r2 by bin of each tool's estimated r2")
+        show(calibration_side_by_side(result.calibration))

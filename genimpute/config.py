@@ -77,3 +77,6 @@ class RunConfig:
 # Cell tokens shared by the windowing code and every backbone.
 REF, ALT, MASKED = 0, 1, 2
 N_TOKENS = 3
+
+# tools `genimpute benchmark` knows how to run, in report order
+BENCHMARK_TOOLS = ("genimpute", "beagle", "minimac4")

@@ -2,16 +2,23 @@
 
 Aggregate r2 of a MAF bin = squared Pearson correlation between imputed
 dosage and true alt allele count, pooled over every genotype of every
-imputed variant in the bin. Bins are by reference-panel MAF when a panel is
-given, else by the truth's own MAF. An imputed variant is a record flagged
-IMP (genimpute, Beagle) or IMPUTED and not TYPED (Minimac4 flags typed sites
-with both), matched to truth by CHROM:POS:REF:ALT.
+imputed variant in the bin. An imputed variant is a record flagged IMP
+(genimpute, Beagle) or IMPUTED and not TYPED (Minimac4 flags typed sites
+with both), matched to truth by CHROM:POS:REF:ALT. Dosage is FORMAT/DS, or
+the GT allele count when a file has no DS.
+
+MAF bins come from the reference panel's genotypes when a panel is given,
+else from INFO/AF of the first imputed file (so every tool is binned alike),
+else from the truth genotypes.
+
+Calibration compares each tool's own per-variant quality estimate (INFO/DR2
+for genimpute and Beagle, INFO/R2 for Minimac4) with the true per-variant r2.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +33,14 @@ log = logging.getLogger(__name__)
 MAF_BINS = [0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5]
 BIN_LABELS = [f"[{lo:g}, {hi:g}{']' if hi == 0.5 else ')'}" for lo, hi in zip(MAF_BINS[:-1], MAF_BINS[1:])]
 ALL = "all imputed"
+EVERYONE = "all"  # the population label of scores over every sample
+
+R2_BINS = np.linspace(0.0, 1.0, 11)
+R2_BIN_LABELS = [f"[{lo:.1f}, {hi:.1f}{']' if hi == 1.0 else ')'}" for lo, hi in zip(R2_BINS[:-1], R2_BINS[1:])]
+QUALITY_FIELDS = ("DR2", "R2")  # genimpute/Beagle, Minimac4
+
+# columns of the per-sample statistics summed per variant and population
+_N, _X, _Y, _XX, _YY, _XY, _CONCORDANT, _NONREF_DISCORDANT, _NONREF = range(9)
 
 
 def maf_bin(maf: np.ndarray) -> np.ndarray:
@@ -34,6 +49,11 @@ def maf_bin(maf: np.ndarray) -> np.ndarray:
     (1 - 0.9 is 0.0999... in floating point)."""
     maf = np.round(maf, 12)
     return np.clip(np.searchsorted(MAF_BINS, maf, side="right") - 1, 0, len(BIN_LABELS) - 1)
+
+
+def r2_bin(r2: np.ndarray) -> np.ndarray:
+    """Index into R2_BIN_LABELS; estimates outside [0, 1] count as the nearest end."""
+    return np.clip(np.searchsorted(R2_BINS, np.clip(r2, 0.0, 1.0), side="right") - 1, 0, len(R2_BIN_LABELS) - 1)
 
 
 def _key(rec) -> tuple:
@@ -49,6 +69,10 @@ def _allele_counts(rec) -> np.ndarray:
     return counts
 
 
+def _maf(af: float) -> float:
+    return min(af, 1.0 - af)
+
+
 def read_truth(path: str | Path) -> tuple[list, dict]:
     vcf = open_vcf(path)
     truth = {_key(rec): _allele_counts(rec) for rec in vcf if len(rec.ALT) == 1}
@@ -62,60 +86,87 @@ def panel_maf(path: str | Path) -> dict:
     for rec in vcf:
         if len(rec.ALT) == 1:
             called = rec.num_called
-            af = (rec.num_het + 2 * rec.num_hom_alt) / (2 * called) if called else 0.0
-            maf[_key(rec)] = min(af, 1 - af)
+            maf[_key(rec)] = _maf((rec.num_het + 2 * rec.num_hom_alt) / (2 * called)) if called else 0.0
     return maf
 
 
+def read_populations(path: str | Path) -> dict:
+    """{sample: population} from a tab-separated table with a header naming
+    (at least) the columns `sample` and `population`."""
+    try:
+        table = pd.read_csv(path, sep="\t", dtype=str)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path}: cannot read the samples table: {exc}") from exc
+    missing = {"sample", "population"} - set(table.columns)
+    if missing:
+        raise InputError(f"{path}: expected tab-separated columns 'sample' and 'population'; "
+                         f"found {', '.join(table.columns)}")
+    return dict(zip(table["sample"], table["population"]))
+
+
+def r2_from_sums(sums: np.ndarray) -> np.ndarray:
+    """Squared correlation from (..., >=6) running sums (n, x, y, xx, yy, xy).
+    nan where the truth does not vary (r2 undefined); 0 where the dosage
+    does not vary but the truth does."""
+    n, sx, sy, sxx, syy, sxy = (sums[..., i] for i in range(6))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cov = sxy - sx * sy / n
+        vx, vy = sxx - sx * sx / n, syy - sy * sy / n
+        r2 = cov * cov / (vx * vy)
+    r2 = np.where(vx > 1e-9, r2, 0.0)
+    return np.where((n > 1) & (vy > 1e-9), r2, np.nan)
+
+
 @dataclass
-class _Accumulator:
-    """Running sums for pooled r2, mean per-variant r2 and concordance."""
+class ToolScores:
+    """Per-variant statistics of one imputed file, pooled per population."""
 
-    n_variants: int = 0
-    sums: np.ndarray = field(default_factory=lambda: np.zeros(6))  # n, x, y, xx, yy, xy
-    variant_r2: list = field(default_factory=list)
-    concordant: int = 0
+    keys: list  # (contig, pos, ref, alt) of each scored variant
+    sums: np.ndarray  # (V, P, 9) statistics per variant and population; population 0 = everyone
+    estimated_r2: np.ndarray  # (V,) the file's own quality estimate; nan when absent
+    info_af: np.ndarray  # (V,) INFO/AF; nan when absent
+    truth_maf: np.ndarray  # (V,) MAF of the truth genotypes scored
+    quality_field: str | None
 
-    def add(self, dosage: np.ndarray, truth: np.ndarray, best_guess: np.ndarray) -> None:
-        ok = ~np.isnan(truth) & ~np.isnan(dosage)
-        x, y = dosage[ok], truth[ok]
-        self.n_variants += 1
-        self.sums += [len(x), x.sum(), y.sum(), (x * x).sum(), (y * y).sum(), (x * y).sum()]
-        self.concordant += int((best_guess[ok] == y).sum())
-        if len(x) > 1 and y.std() > 0:
-            self.variant_r2.append(np.corrcoef(x, y)[0, 1] ** 2 if x.std() > 0 else 0.0)
 
-    def result(self) -> dict:
-        n, sx, sy, sxx, syy, sxy = self.sums
-        r2 = float("nan")
-        if n > 1:
-            cov = sxy - sx * sy / n
-            vx, vy = sxx - sx * sx / n, syy - sy * sy / n
-            if vx > 0 and vy > 0:
-                r2 = cov * cov / (vx * vy)
-        return {
-            "variants": self.n_variants,
-            "aggregate_r2": r2,
-            "mean_variant_r2": float(np.mean(self.variant_r2)) if self.variant_r2 else float("nan"),
-            "concordance": self.concordant / n if n else float("nan"),
-        }
+def _quality_field(vcf) -> str | None:
+    return next((f for f in QUALITY_FIELDS if vcf.contains(f)), None)
+
+
+def _info_float(rec, field: str | None) -> float:
+    value = rec.INFO.get(field) if field else None
+    if isinstance(value, tuple):
+        value = value[0]
+    return float(value) if value is not None else float("nan")
 
 
 def _is_imputed(rec) -> bool:
     return bool(rec.INFO.get("IMP") or (rec.INFO.get("IMPUTED") and not rec.INFO.get("TYPED")))
 
 
-def score_vcf(path: str | Path, truth_samples: list, truth: dict, maf: dict | None) -> dict:
-    """{bin label or ALL: result dict} for one imputed VCF."""
+def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: list) -> ToolScores:
+    """Statistics of every imputed record of `path` present in the truth.
+
+    populations: one population name per truth sample ("" when unknown);
+    the populations scored are those named, after everyone."""
     vcf = open_vcf(path)
     samples = list(vcf.samples)
-    shared = [s for s in samples if s in set(truth_samples)]
+    truth_index = {s: i for i, s in enumerate(truth_samples)}
+    shared = [s for s in samples if s in truth_index]
     if not shared:
         raise InputError(f"{path}: expected samples shared with the truth file; found none")
     mine = np.array([samples.index(s) for s in shared])
-    theirs = np.array([truth_samples.index(s) for s in shared])
-    has_ds = "DS" in vcf
-    accs = {label: _Accumulator() for label in [*BIN_LABELS, ALL]}
+    theirs = np.array([truth_index[s] for s in shared])
+    names = [EVERYONE, *sorted({p for p in populations if p})]
+    membership = np.zeros((len(shared), len(names)))  # sample x population, 0/1
+    membership[:, 0] = 1
+    for i, t in enumerate(theirs):
+        if populations[t]:
+            membership[i, names.index(populations[t])] = 1
+
+    has_ds = vcf.contains("DS")
+    quality = _quality_field(vcf)
+    keys, sums, estimated, info_af, truth_maf = [], [], [], [], []
     missing_truth = 0
     for rec in vcf:
         if not _is_imputed(rec) or len(rec.ALT) != 1:
@@ -125,43 +176,129 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, maf: dict | No
         if true is None:
             missing_truth += 1
             continue
+        true = true[theirs]
         best_guess = _allele_counts(rec)[mine]
         dosage = rec.format("DS")[mine, 0].astype(np.float64) if has_ds else best_guess
-        true = true[theirs]
-        m = maf.get(key) if maf is not None else None
-        if m is None:
-            af = np.nanmean(true) / 2
-            m = min(af, 1 - af)
-        for label in (BIN_LABELS[maf_bin(np.array([m]))[0]], ALL):
-            accs[label].add(dosage, true, best_guess)
+        ok = ~np.isnan(true) & ~np.isnan(dosage)
+        x, y, g = np.where(ok, dosage, 0.0), np.where(ok, true, 0.0), np.where(ok, best_guess, -1.0)
+        nonref = ok & ((y > 0) | (g > 0))
+        per_sample = np.stack([ok, x, y, x * x, y * y, x * y, ok & (g == y), nonref & (g != y), nonref], axis=1)
+        sums.append(membership.T @ per_sample)
+        keys.append(key)
+        estimated.append(_info_float(rec, quality))
+        info_af.append(_info_float(rec, "AF"))
+        truth_maf.append(_maf(np.nanmean(true) / 2) if ok.any() else 0.0)
     if missing_truth:
         log.warning("%s: %d imputed records absent from the truth file were skipped", path, missing_truth)
-    if accs[ALL].n_variants == 0:
+    if not keys:
         raise InputError(f"{path}: expected imputed records (INFO IMP or IMPUTED) present in the truth; found none")
-    return {label: acc.result() for label, acc in accs.items()}
+    return ToolScores(keys, np.stack(sums), np.array(estimated), np.array(info_af), np.array(truth_maf), quality)
 
 
-def evaluate(truth_path: str | Path, imputed: list, labels: list | None = None, ref: str | Path | None = None) -> pd.DataFrame:
-    """One row per (tool, MAF bin): variants, aggregate r2, mean per-variant
-    r2, concordance."""
+def _summary(sums: np.ndarray) -> dict:
+    """Scores of a set of variants from their (V, 9) statistics."""
+    pooled = sums.sum(axis=0)
+    n = pooled[_N]
+    variant_r2 = r2_from_sums(sums)
+    variant_r2 = variant_r2[~np.isnan(variant_r2)]
+    return {
+        "variants": len(sums),
+        "aggregate_r2": float(r2_from_sums(pooled)) if len(sums) else float("nan"),
+        "mean_variant_r2": float(variant_r2.mean()) if len(variant_r2) else float("nan"),
+        "concordance": pooled[_CONCORDANT] / n if n else float("nan"),
+        "nonref_discordance": pooled[_NONREF_DISCORDANT] / pooled[_NONREF] if pooled[_NONREF] else float("nan"),
+    }
+
+
+def accuracy_rows(tool: str, scores: ToolScores, maf: np.ndarray, population_names: list) -> list[dict]:
+    """One row per (population, MAF bin and all imputed) for one tool."""
+    bins = maf_bin(maf)
+    rows = []
+    for p, population in enumerate(population_names):
+        for b, label in enumerate([*BIN_LABELS, ALL]):
+            chosen = scores.sums[:, p] if label == ALL else scores.sums[bins == b, p]
+            rows.append({"tool": tool, "population": population, "maf_bin": label, **_summary(chosen)})
+    return rows
+
+
+def calibration_rows(tool: str, scores: ToolScores) -> list[dict]:
+    """Mean estimated vs mean true per-variant r2, by bin of the estimate,
+    over variants whose truth varies (true r2 defined)."""
+    if scores.quality_field is None:
+        return []
+    true_r2 = r2_from_sums(scores.sums[:, 0])
+    usable = ~np.isnan(true_r2) & ~np.isnan(scores.estimated_r2)
+    est, true = scores.estimated_r2[usable], true_r2[usable]
+    bins = r2_bin(est)
+    rows = []
+    for b, label in enumerate(R2_BIN_LABELS):
+        sel = bins == b
+        rows.append({
+            "tool": tool, "field": scores.quality_field, "estimated_bin": label, "variants": int(sel.sum()),
+            "mean_estimated_r2": float(est[sel].mean()) if sel.any() else float("nan"),
+            "mean_true_r2": float(true[sel].mean()) if sel.any() else float("nan"),
+        })
+    return rows
+
+
+@dataclass
+class Evaluation:
+    accuracy: pd.DataFrame  # tool, population, maf_bin, variants, aggregate_r2, mean_variant_r2, concordance, nonref_discordance
+    calibration: pd.DataFrame  # tool, field, estimated_bin, variants, mean_estimated_r2, mean_true_r2
+    maf_source: str
+
+    def overall(self) -> pd.DataFrame:
+        """Every sample, all imputed variants: one row per tool."""
+        a = self.accuracy
+        return a[(a["population"] == EVERYONE) & (a["maf_bin"] == ALL)].set_index("tool").drop(columns=["population", "maf_bin"])
+
+
+def _variant_maf(scores: list[ToolScores], panel: dict | None) -> tuple[list[np.ndarray], str]:
+    """MAF of every scored variant of every tool, and where it came from."""
+    if panel is not None:
+        return [np.array([panel.get(k, m) for k, m in zip(s.keys, s.truth_maf)]) for s in scores], "reference panel"
+    first = scores[0]
+    if np.isnan(first.info_af).all():
+        return [s.truth_maf for s in scores], "truth genotypes"
+    info = {k: _maf(af) for k, af in zip(first.keys, first.info_af) if not np.isnan(af)}
+    return [np.array([info.get(k, m) for k, m in zip(s.keys, s.truth_maf)]) for s in scores], "INFO/AF of the first imputed file"
+
+
+def evaluate(
+    truth_path: str | Path,
+    imputed: list,
+    labels: list | None = None,
+    ref: str | Path | None = None,
+    samples: str | Path | None = None,
+) -> Evaluation:
+    """Score each imputed file against the truth, by MAF bin and (with a
+    samples table) by population, and the calibration of its quality field."""
     labels = labels or [Path(p).name for p in imputed]
     if len(labels) != len(imputed):
         raise InputError(f"expected one label per imputed file ({len(imputed)}); found {len(labels)}")
     if len(set(labels)) != len(labels):
         raise InputError(f"expected distinct labels; found {', '.join(labels)} (name the files with --labels)")
     truth_samples, truth = read_truth(truth_path)
-    maf = panel_maf(ref) if ref is not None else None
-    rows = []
-    for label, path in zip(labels, imputed):
-        for bin_label, result in score_vcf(path, truth_samples, truth, maf).items():
-            rows.append({"tool": label, "maf_bin": bin_label, **result})
-    return pd.DataFrame(rows)
+    by_sample = read_populations(samples) if samples is not None else {}
+    if samples is not None and not set(by_sample) & set(truth_samples):
+        raise InputError(f"{samples}: expected sample names found in the truth file {truth_path}; found none")
+    populations = [by_sample.get(s, "") for s in truth_samples]
+    population_names = [EVERYONE, *sorted({p for p in populations if p})]
+    scores = [score_vcf(path, truth_samples, truth, populations) for path in imputed]
+    mafs, source = _variant_maf(scores, panel_maf(ref) if ref is not None else None)
+    accuracy, calibration = [], []
+    for label, s, maf in zip(labels, scores, mafs):
+        accuracy += accuracy_rows(label, s, maf, population_names)
+        calibration += calibration_rows(label, s)
+    calibration_columns = ["tool", "field", "estimated_bin", "variants", "mean_estimated_r2", "mean_true_r2"]
+    return Evaluation(pd.DataFrame(accuracy), pd.DataFrame(calibration, columns=calibration_columns), source)
 
 
 def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
-    """Aggregate r2 by MAF bin (rows) and tool (columns), with variant counts:
-    one `variants` column when every tool scored the same number per bin,
-    else a `variants <tool>` column per tool."""
+    """Aggregate r2 over every sample by MAF bin (rows) and tool (columns),
+    with variant counts: one `variants` column when every tool scored the
+    same number per bin, else a `variants <tool>` column per tool."""
+    table = table[table["population"] == EVERYONE]
     order = [*BIN_LABELS, ALL]
     tools = list(dict.fromkeys(table["tool"]))
     wide = table.pivot(index="maf_bin", columns="tool", values="aggregate_r2").reindex(index=order, columns=tools)
@@ -173,3 +310,11 @@ def side_by_side(table: pd.DataFrame) -> pd.DataFrame:
     for tool in tools:
         out[tool] = wide[tool]
     return out
+
+
+def by_population(table: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate r2 over all imputed variants by population (rows) and tool (columns)."""
+    table = table[table["maf_bin"] == ALL]
+    tools = list(dict.fromkeys(table["tool"]))
+    populations = list(dict.fromkeys(table["population"]))
+    return table.pivot(index="population", columns="tool", values="aggregate_r2").reindex(index=populations, columns=tools)

@@ -129,15 +129,9 @@ class ReferencePanel:
 def array_typed_mask(panel: ReferencePanel, sites: ArraySites) -> np.ndarray:
     """(M,) bool: panel records typed by the array. A site listed with alleles
     types the record with those alleles; a bare position types the SNPs there."""
-    with_alleles = {(c, p) for c, p, _, _ in sites.alleles}
     keys = [normalise_contig(c) for c in panel.contig_names]
-    mask = np.zeros(len(panel), dtype=bool)
-    for i, (ci, pos) in enumerate(zip(panel.contig_index, panel.positions)):
-        site = (keys[ci], int(pos))
-        if site in with_alleles:
-            mask[i] = (*site, panel.refs[i].upper(), panel.alts[i].upper()) in sites.alleles
-        elif site in sites.positions:
-            mask[i] = len(panel.refs[i]) == 1 and len(panel.alts[i]) == 1
+    mask = np.array([sites.types(keys[ci], int(pos), ref, alt)
+                     for ci, pos, ref, alt in zip(panel.contig_index, panel.positions, panel.refs, panel.alts)], dtype=bool)
     if not mask.any():
         raise PanelMismatchError(
             f"array: expected sites shared with the panel (contigs {', '.join(panel.contig_names)}); "

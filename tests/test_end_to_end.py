@@ -93,7 +93,7 @@ def test_evaluate_prints_r2_table(imputed, data):
     as_json = run(["evaluate", "--json", "--truth", str(data / "targets.truth.vcf.gz"), str(imputed)]).output
     import json
 
-    rows = json.loads(as_json)
+    rows = json.loads(as_json)["accuracy"]
     overall = [r for r in rows if r["maf_bin"] == "all imputed"][0]
     assert overall["variants"] > 1000
     assert 0 < overall["aggregate_r2"] <= 1

@@ -150,8 +150,9 @@ def check_expected(table: pd.DataFrame, tool: str | None = None) -> None:
 
 def test_hand_checked_example(tmp_path, truth):
     imputed = hand_imputed(tmp_path / "imputed.vcf")
-    table = evaluate(truth, [imputed], labels=["genimpute"])
-    assert list(table.columns) == ["tool", "maf_bin", "variants", "aggregate_r2", "mean_variant_r2", "concordance"]
+    table = evaluate(truth, [imputed], labels=["genimpute"]).accuracy
+    assert list(table.columns) == ["tool", "population", "maf_bin", "variants", "aggregate_r2", "mean_variant_r2",
+                                   "concordance", "nonref_discordance"]
     assert list(table["tool"]) == ["genimpute"] * (len(BIN_LABELS) + 1)
     assert list(table["maf_bin"]) == [*BIN_LABELS, ALL]
     check_expected(table)
@@ -159,7 +160,7 @@ def test_hand_checked_example(tmp_path, truth):
 
 def test_default_label_is_file_name(tmp_path, truth):
     imputed = hand_imputed(tmp_path / "imputed.vcf")
-    table = evaluate(truth, [imputed])
+    table = evaluate(truth, [imputed]).accuracy
     assert set(table["tool"]) == {"imputed.vcf"}
 
 
@@ -187,7 +188,7 @@ def test_unflagged_record_excluded_from_scores(tmp_path, truth):
         recs.append((pos, ref, alt, "IMP" if pos == 200 else ".", "GT:DS",
                      [IMPUTED_BY_SAMPLE[pos][s] for s in SAMPLES]))
     imputed = write_vcf(tmp_path / "imputed.vcf", SAMPLES, recs)
-    table = evaluate(truth, [imputed])
+    table = evaluate(truth, [imputed]).accuracy
     assert row(table, ALL)["variants"] == 1
     assert row(table, B5)["variants"] == 0
     assert row(table, B6)["variants"] == 1
@@ -200,7 +201,7 @@ def test_minimac4_imputed_flag_is_scored(tmp_path, truth):
     imputed = hand_imputed(tmp_path / "minimac.vcf", flag="IMPUTED")
     text = imputed.read_text().replace("\t.\tGT:DS", "\tTYPED\tGT:DS")
     imputed.write_text(text)
-    table = evaluate(truth, [imputed], labels=["minimac4"])
+    table = evaluate(truth, [imputed], labels=["minimac4"]).accuracy
     check_expected(table, "minimac4")
 
 
@@ -218,7 +219,7 @@ def test_gt_only_file_uses_allele_counts_as_dosage(tmp_path, truth):
              "\t".join(["20", "100", ".", "A", "G", ".", "PASS", "IMP", "GT", "0|0", "0|0", "0|1", "0|1"]),
              "\t".join(["20", "300", ".", "G", "A", ".", "PASS", "IMP", "GT", "0|0", "1|0", "0|1", "0|0"])]
     path.write_text("\n".join(lines) + "\n")
-    table = evaluate(truth, [path])
+    table = evaluate(truth, [path]).accuracy
     assert row(table, B5)["aggregate_r2"] == pytest.approx(1 / 3)
     assert row(table, B6)["aggregate_r2"] == pytest.approx(9 / 11)
     assert row(table, ALL)["variants"] == 2
@@ -239,12 +240,12 @@ def test_panel_maf_binning_differs_from_truth_maf(tmp_path, truth):
     ], contig="chr20")
     imputed = hand_imputed(tmp_path / "imputed.vcf")
 
-    by_truth = evaluate(truth, [imputed])
+    by_truth = evaluate(truth, [imputed]).accuracy
     assert row(by_truth, B0)["variants"] == 0
     assert row(by_truth, B5)["variants"] == 1
     assert row(by_truth, B6)["variants"] == 2
 
-    by_panel = evaluate(truth, [imputed], ref=panel)
+    by_panel = evaluate(truth, [imputed], ref=panel).accuracy
     assert row(by_panel, B0)["variants"] == 1
     assert row(by_panel, B5)["variants"] == 1
     assert row(by_panel, B6)["variants"] == 1
@@ -287,7 +288,7 @@ def test_side_by_side(tmp_path, truth):
         (pos, ref, alt, "IMP", "GT:DS", [f"{GT_OF_COUNT[c]}:{c}" for c in counts])
         for pos, ref, alt, counts in TRUTH_ROWS
     ])
-    table = evaluate(truth, [good, perfect], labels=["zeta", "alpha"])
+    table = evaluate(truth, [good, perfect], labels=["zeta", "alpha"]).accuracy
     wide = side_by_side(table)
     assert list(wide.index) == [*BIN_LABELS, ALL]
     assert list(wide.columns) == ["variants", "zeta", "alpha"]  # tool order as given, not sorted
@@ -329,7 +330,7 @@ def test_perfect_imputation_on_real_slice(tmp_path, data):
     assert first.format("DS")[:, 0].tolist() == [1, 1, 1, 0, 2, 0, 0, 1, 1, 1]
     check.close()
 
-    table = evaluate(truth_path, [out_path], labels=["perfect"])
+    table = evaluate(truth_path, [out_path], labels=["perfect"]).accuracy
     all_row = row(table, ALL)
     assert all_row["variants"] == n
     assert all_row["aggregate_r2"] == pytest.approx(1.0, abs=1e-12)
@@ -367,8 +368,8 @@ _HEADER_FOR_DUPLICATES = (
 
 def test_side_by_side_shows_per_tool_counts_when_they_differ():
     table = pd.DataFrame([
-        {"tool": "a", "maf_bin": ALL, "variants": 10, "aggregate_r2": 0.9},
-        {"tool": "b", "maf_bin": ALL, "variants": 8, "aggregate_r2": 0.8},
+        {"tool": "a", "population": "all", "maf_bin": ALL, "variants": 10, "aggregate_r2": 0.9},
+        {"tool": "b", "population": "all", "maf_bin": ALL, "variants": 8, "aggregate_r2": 0.8},
     ])
     wide = side_by_side(table)
     assert list(wide.columns) == ["variants a", "variants b", "a", "b"]

@@ -17,8 +17,20 @@ class ArraySites:
     positions: frozenset  # {(contig_key, pos)}
     alleles: frozenset  # {(contig_key, pos, ref, alt)} for lines that gave alleles
 
+    def __post_init__(self):
+        object.__setattr__(self, "_positions_with_alleles", frozenset((c, p) for c, p, _, _ in self.alleles))
+
     def __len__(self) -> int:
         return len(self.positions)
+
+    def types(self, contig_key: str, pos: int, ref: str, alt: str) -> bool:
+        """Whether the array types the record CONTIG:POS:REF:ALT: a site
+        listed with alleles types the record with those alleles; a bare
+        position types the SNPs there."""
+        site = (contig_key, pos)
+        if site in self._positions_with_alleles:
+            return (contig_key, pos, ref.upper(), alt.upper()) in self.alleles
+        return site in self.positions and len(ref) == 1 and len(alt) == 1
 
 
 def read_array_list(path: str | Path) -> ArraySites:

@@ -1,0 +1,177 @@
+"""genimpute against the imputation tools a user has today, on the user's data.
+
+The truth VCF is masked to the array's sites to make the targets; genimpute
+(trained here, or a given model), Beagle 5.4 and Minimac4 impute them, each
+run as a child process timed for wall time and peak memory; then every
+output is scored against the truth into one report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pysam
+from cyvcf2 import Writer
+
+from genimpute.config import BENCHMARK_TOOLS
+from genimpute.errors import GenimputeError, InputError
+from genimpute.evaluate import Evaluation, evaluate
+from genimpute.io.array_list import read_array_list
+from genimpute.io.contigs import normalise_contig
+from genimpute.io.vcf_reader import open_vcf
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "minimac4": "Debian: apt-get install minimac4"}
+
+
+class ToolError(GenimputeError):
+    """A tool run by the benchmark failed."""
+
+
+@dataclass
+class Step:
+    tool: str
+    step: str
+    wall_s: float
+    peak_rss_gb: float
+
+
+# The kernel's peak-memory figure of a child forked from this process starts
+# at this process's own resident set (hundreds of MB with torch and pandas
+# loaded), so each tool runs under a small launcher that reports the peak of
+# its one child instead.
+_LAUNCHER = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(code if code >= 0 else 128 - code)\n"
+)
+
+
+def run_timed(tool: str, step: str, cmd: list, log_path: Path, stdout_path: Path | None = None) -> Step:
+    """Run `cmd` with its output in `log_path` (stdout in `stdout_path` when
+    given); wall time and peak resident memory."""
+    log.info("%s: %s", tool, " ".join(map(str, cmd)))
+    peak_file = log_path.with_suffix(".peak_kib")
+    with open(log_path, "wb") as err, open(stdout_path, "wb") if stdout_path else err as out:
+        started = time.monotonic()
+        code = subprocess.call([sys.executable, "-c", _LAUNCHER, peak_file, *map(str, cmd)], stdout=out, stderr=err)
+        wall = time.monotonic() - started
+    if code != 0:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
+        raise ToolError(f"{tool} {step} failed (exit {code}); last lines of {log_path}:\n" + "\n".join(tail))
+    peak_kib = int(peak_file.read_text())  # ru_maxrss is in KiB on Linux
+    peak_file.unlink()
+    return Step(tool, step, round(wall, 2), round(peak_kib / 1024**2, 3))
+
+
+def mask_to_array(truth: str | Path, array: str | Path, out: Path) -> int:
+    """Write the truth records the array types (same matching as `train`) to
+    bgzipped, indexed `out`; return how many."""
+    sites = read_array_list(array)
+    vcf = open_vcf(truth)
+    writer = Writer(str(out), vcf, mode="wz")
+    kept = 0
+    for rec in vcf:
+        if len(rec.ALT) == 1 and sites.types(normalise_contig(rec.CHROM), rec.POS, rec.REF, rec.ALT[0]):
+            writer.write_record(rec)
+            kept += 1
+    writer.close()
+    vcf.close()
+    if not kept:
+        raise InputError(f"{array}: expected sites shared with the truth file {truth}; found none (wrong genome build or contig?)")
+    pysam.tabix_index(str(out), preset="vcf", force=True)
+    return kept
+
+
+def available_tools(requested: list) -> list:
+    """The requested tools that can run here; the others are skipped with a warning."""
+    unknown = sorted(set(requested) - set(BENCHMARK_TOOLS))
+    if unknown:
+        raise InputError(f"--tools: expected names from {', '.join(BENCHMARK_TOOLS)}; found {', '.join(unknown)}")
+    found = []
+    for tool in requested:
+        if tool == "genimpute" or shutil.which(tool):
+            found.append(tool)
+        else:
+            log.warning("%s not found on PATH: skipped (%s)", tool, INSTALL_HINT[tool])
+    return found
+
+
+def _genimpute(args: list) -> list:
+    return [sys.executable, "-m", "genimpute", "-q", *args]
+
+
+def run_benchmark(
+    ref: str | Path,
+    array: str | Path,
+    truth: str | Path,
+    out_dir: str | Path,
+    tools: list = BENCHMARK_TOOLS,
+    model: str | Path | None = None,
+    train_args: list = (),
+    genetic_map: str | Path | None = None,
+    samples: str | Path | None = None,
+    threads: int | None = None,
+    force: bool = False,
+) -> tuple[Evaluation, pd.DataFrame, dict]:
+    """Run every available tool on the masked truth and score them.
+    Returns (evaluation, timings, inputs for the report)."""
+    out_dir = Path(out_dir)
+    if (out_dir / "report.md").exists() and not force:
+        raise InputError(f"{out_dir} already holds a benchmark report; use --force to replace it")
+    for path in (ref, array, truth, genetic_map, samples, model):
+        if path is not None and not Path(path).exists():
+            raise InputError(f"{path}: no such file or directory")
+    logs = out_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    threads = threads or os.cpu_count() or 1
+    tools = available_tools(list(tools))
+    if not tools:
+        raise InputError("expected at least one tool to run; found none")
+
+    targets = out_dir / "targets.vcf.gz"
+    n_sites = mask_to_array(truth, array, targets)
+    log.info("targets: %d truth records typed by the array -> %s", n_sites, targets)
+    steps, outputs = [], {}
+    if "genimpute" in tools:
+        if model is None:
+            model = out_dir / "model"
+            shutil.rmtree(model, ignore_errors=True)
+            steps.append(run_timed("genimpute", "train", _genimpute(
+                ["train", "--ref", ref, "--array", array, "--out", model, *train_args]), logs / "genimpute_train.log"))
+        outputs["genimpute"] = out_dir / "genimpute.vcf.gz"
+        steps.append(run_timed("genimpute", "impute", _genimpute(
+            ["impute", targets, "--model", model, "--out", outputs["genimpute"], "--force"]), logs / "genimpute_impute.log"))
+    if "beagle" in tools:
+        cmd = ["beagle", f"ref={ref}", f"gt={targets}", f"out={out_dir / 'beagle'}", f"nthreads={threads}"]
+        if genetic_map is not None:
+            cmd.append(f"map={genetic_map}")
+        steps.append(run_timed("beagle", "impute", cmd, logs / "beagle.log"))
+        outputs["beagle"] = out_dir / "beagle.vcf.gz"
+        pysam.tabix_index(str(outputs["beagle"]), preset="vcf", force=True)
+    if "minimac4" in tools:
+        msav = out_dir / "panel.msav"
+        steps.append(run_timed("minimac4", "compress reference", ["minimac4", "--compress-reference", ref],
+                               logs / "minimac4_compress.log", stdout_path=msav))
+        outputs["minimac4"] = out_dir / "minimac4.vcf.gz"
+        steps.append(run_timed("minimac4", "impute", ["minimac4", "-t", threads, "-f", "GT,DS", "-O", "vcf.gz",
+                                                       "-o", outputs["minimac4"], msav, targets], logs / "minimac4.log"))
+
+    evaluation = evaluate(truth, list(outputs.values()), list(outputs), ref, samples)
+    timings = pd.DataFrame([vars(s) for s in steps])
+    imputations = timings[timings["step"] == "impute"].set_index("tool")["wall_s"]
+    if "beagle" in imputations:
+        timings["wall_vs_beagle_impute"] = (timings["wall_s"] / imputations["beagle"]).round(2)
+    inputs = {"reference panel": ref, "array": array, "truth": truth, "targets (truth at array sites)": f"{targets} ({n_sites} records)",
+              "genimpute model": model, "threads": threads, **{f"{tool} output": path for tool, path in outputs.items()}}
+    return evaluation, timings, {k: str(v) for k, v in inputs.items() if v is not None}

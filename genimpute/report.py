@@ -1,0 +1,104 @@
+"""Report directory of an Evaluation: report.md (tables + figures), report.json,
+and the PNG figures, optionally with a wall-time/peak-memory table."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from genimpute import plots
+from genimpute.evaluate import EVERYONE, Evaluation, by_population, side_by_side
+
+R2_PNG = "r2_by_maf.png"
+CALIBRATION_PNG = "calibration.png"
+
+
+def to_json(document) -> str:
+    """JSON text of `document`, with NaN (undefined r2, empty bins) as null."""
+    def clean(value):
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return json.dumps(clean(document), indent=2, default=str)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return "–" if math.isnan(value) else f"{value:.4f}"  # nan: empty bin or r2 undefined
+    return str(value)
+
+
+def markdown_table(frame: pd.DataFrame, index_name: str | None = None) -> str:
+    """A GitHub-flavoured markdown table of `frame` with its index as the first column."""
+    header = [index_name or frame.index.name or "", *map(str, frame.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in frame.itertuples(name=None):  # keeps each column's type, unlike iterrows
+        lines.append("| " + " | ".join([str(row[0]), *(_cell(v) for v in row[1:])]) + " |")
+    return "\n".join(lines)
+
+
+def calibration_side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """Per estimate bin (rows): variants and mean true r2 of each tool."""
+    wide = {}
+    for tool, rows in table.groupby("tool", sort=False):
+        rows = rows.set_index("estimated_bin")
+        field = rows["field"].iloc[0]
+        wide[f"{tool} {field} variants"] = rows["variants"]
+        wide[f"{tool} true r2"] = rows["mean_true_r2"]
+    return pd.DataFrame(wide)
+
+
+def _sections(evaluation: Evaluation, timings: pd.DataFrame | None) -> list[str]:
+    a = evaluation.accuracy
+    out = [
+        f"## Aggregate r² by MAF bin\n\nMAF from the {evaluation.maf_source}; every sample.\n\n"
+        + markdown_table(side_by_side(a), "MAF bin") + f"\n\n![r² by MAF bin]({R2_PNG})",
+        "## All imputed variants\n\n" + markdown_table(evaluation.overall()),
+    ]
+    if set(a["population"]) != {EVERYONE}:
+        out.append("## Aggregate r² by population (all imputed variants)\n\n"
+                   + markdown_table(by_population(a), "population"))
+    if len(evaluation.calibration):
+        out.append("## Calibration of the per-variant quality score\n\n"
+                   "Variants binned by the tool's own estimate (DR2 or R2); mean true per-variant r² in each bin.\n\n"
+                   + markdown_table(calibration_side_by_side(evaluation.calibration), "estimated r²")
+                   + f"\n\n![calibration]({CALIBRATION_PNG})")
+    if timings is not None:
+        out.append("## Wall time and peak memory\n\n" + markdown_table(timings.set_index("step"), "step"))
+    return out
+
+
+def write_report(
+    evaluation: Evaluation,
+    out_dir: str | Path,
+    inputs: dict,
+    timings: pd.DataFrame | None = None,
+) -> Path:
+    """Write report.md, report.json and the figures into `out_dir`; return report.md's path.
+
+    inputs: what was compared ({"truth": path, ...}), listed at the top."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots.r2_by_maf(evaluation.accuracy, out_dir / R2_PNG)
+    if len(evaluation.calibration):
+        plots.calibration(evaluation.calibration, out_dir / CALIBRATION_PNG)
+    title = "genimpute benchmark" if timings is not None else "genimpute evaluation"
+    header = f"# {title}\n\n" + "\n".join(f"- {key}: `{value}`" for key, value in inputs.items())
+    (out_dir / "report.md").write_text("\n\n".join([header, *_sections(evaluation, timings)]) + "\n")
+    document = {
+        "inputs": inputs,
+        "maf_source": evaluation.maf_source,
+        "accuracy": evaluation.accuracy.to_dict(orient="records"),
+        "calibration": evaluation.calibration.to_dict(orient="records"),
+        "timings": timings.to_dict(orient="records") if timings is not None else None,
+    }
+    (out_dir / "report.json").write_text(to_json(document) + "\n")
+    return out_dir / "report.md"
