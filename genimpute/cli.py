@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from dataclasses import replace
@@ -13,6 +12,7 @@ import click
 from genimpute import __version__
 from genimpute.config import (
     BENCHMARK_TOOLS,
+    DEFAULT_VALIDATION_FRACTION,
     ImputeConfig,
     RunConfig,
     WindowConfig,
@@ -113,8 +113,11 @@ def _checked_config(build) -> RunConfig:
 @click.option("--batch-size", type=int, default=ImputeConfig().batch_size, show_default=True, help="Query haplotypes per forward pass.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
+@click.option("--validate", is_flag=True, help="Estimate accuracy without truth: hide a fraction of the typed sites, impute them, report the empirical r2 (log and VCF header).")
+@click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True, help="Fraction of typed sites hidden by --validate.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
 @click.pass_context
-def impute(ctx, target, model_dir, out, batch_size, force, device):
+def impute(ctx, target, model_dir, out, batch_size, force, device, validate, validate_fraction, seed):
     """Impute the untyped panel variants of a phased TARGET VCF."""
     from genimpute.impute import impute as run_impute
     from genimpute.modeldir import default_model_dir
@@ -126,10 +129,17 @@ def impute(ctx, target, model_dir, out, batch_size, force, device):
         for suffix in (".gz", ".bgz", ".vcf", ".bcf"):
             stem = stem.removesuffix(suffix)
         out = f"{stem}.imputed.vcf.gz"
+    if validate and not 0 < validate_fraction <= 0.5:
+        raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
     summary = _run(run_impute, target, model_dir, out, _run(pick_device, device), batch_size=batch_size,
-                   force=force, progress=ctx.obj["progress"])
+                   force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
+                   seed=seed)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples, {summary['seconds']} s")
+    if summary["validation"]:
+        v = summary["validation"]
+        click.echo(f"validation: {v['masked_sites']} typed sites hidden and imputed: empirical r2 {v['empirical_r2']:.4f}, "
+                   f"concordance {v['concordance']:.4f}")
 
 
 @main.command()

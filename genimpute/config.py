@@ -80,3 +80,6 @@ N_TOKENS = 3
 
 # tools `genimpute benchmark` knows how to run, in report order
 BENCHMARK_TOOLS = ("genimpute", "beagle", "minimac4")
+
+# share of the typed sites `impute --validate` hides to estimate accuracy
+DEFAULT_VALIDATION_FRACTION = 0.05

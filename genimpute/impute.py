@@ -19,42 +19,14 @@ from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import Alignment, ReferencePanel, align_target
-from genimpute.windows import Window, assemble_rows, nearest_haplotypes, plan_windows
+from genimpute.predict import window_probabilities
+from genimpute.validation import validate
+from genimpute.windows import plan_windows
 
 log = logging.getLogger(__name__)
 
 # kinds of output record
 _TYPED, _IMPUTED, _PASSED = 0, 1, 2
-
-
-@torch.no_grad()
-def window_probabilities(
-    model: torch.nn.Module,
-    window: Window,
-    window_haps: np.ndarray,
-    query_typed: np.ndarray,
-    k: int,
-    batch_size: int,
-    device: torch.device,
-) -> np.ndarray:
-    """(U, Q) P(alt) at the window's predicted records for Q query haplotypes.
-
-    window_haps: (M, H) panel alleles at the window's columns
-    query_typed: (Q, t) query alleles at the window's typed columns
-    """
-    typed_haps = window_haps[window.typed].T  # (H, t)
-    k = min(k, typed_haps.shape[0])
-    queries = np.zeros((len(query_typed), len(window.typed)), dtype=np.uint8)
-    queries[:, window.typed] = query_typed
-    typed = torch.from_numpy(window.typed).to(device)
-    out = np.empty((int((~window.typed).sum()), len(queries)), dtype=np.float32)
-    for start in range(0, len(queries), batch_size):
-        part = slice(start, start + batch_size)
-        context = nearest_haplotypes(query_typed[part], typed_haps, k)
-        tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
-        logits = model(tokens, typed)[:, 0][:, ~typed]  # (B, U)
-        out[:, part] = torch.sigmoid(logits.float()).T.cpu().numpy()
-    return out
 
 
 @dataclass
@@ -146,8 +118,13 @@ def impute(
     batch_size: int = 64,
     force: bool = False,
     progress: bool = True,
+    validate_fraction: float | None = None,
+    seed: int = 1,
 ) -> dict:
-    """Impute every panel record the target does not type; write `out`."""
+    """Impute every panel record the target does not type; write `out`.
+    With `validate_fraction`, first estimate accuracy on that fraction of
+    the typed sites, hidden (see genimpute.validation), and record it in the
+    log, the summary and the output header."""
     started = time.monotonic()
     loaded = load_model_dir(model_dir)
     model = loaded.model.to(device)
@@ -170,6 +147,12 @@ def impute(
         "genimputeCommand": " ".join(sys.argv),
         "genimputeModel": f"{Path(model_dir).resolve()} ({loaded.config.model.name}, {loaded.provenance.get('steps')} steps)",
     }
+    validation = None
+    if validate_fraction is not None:
+        validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, batch_size, device)
+        meta["genimputeValidation"] = validation.header_value()
+        log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
+                 validation.masked_sites, validation.empirical_r2, validation.concordance)
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
     log_every = max(1, n_windows // 10)
     n_imputed = n_done = 0
@@ -202,6 +185,7 @@ def impute(
         "records_written": writer.records,
         "windows": n_windows,
         "seconds": round(time.monotonic() - started, 2),
+        "validation": vars(validation) if validation else None,
     }
     log.info("wrote %s: %d records (%d imputed) in %.1f s", out, writer.records, n_imputed, summary["seconds"])
     return summary

@@ -62,14 +62,19 @@ def plan_windows(
     n_untyped: int,
     n_typed: int,
     contigs: list | None = None,
+    predict_mask: np.ndarray | None = None,
 ) -> list[Window]:
-    """Tile the untyped records of each contig (all contigs by default) into
-    windows of `n_untyped`, in record order."""
+    """Tile the records to predict of each contig (all contigs by default)
+    into windows of `n_untyped`, in record order. Records to predict are
+    those not typed unless `predict_mask` names them (it must not overlap
+    `typed_mask`)."""
     if contigs is None:
         contigs = list(np.unique(contig_index))
     windows = []
     for contig in contigs:
         untyped, typed = contig_rows(contig_index, contig, typed_mask)
+        if predict_mask is not None:
+            untyped = np.nonzero((contig_index == contig) & predict_mask)[0]
         if len(untyped) == 0:
             continue
         if len(typed) == 0:

@@ -1,0 +1,38 @@
+"""A trained model's P(alt) for query haplotypes in one window."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from genimpute.windows import Window, assemble_rows, nearest_haplotypes
+
+
+@torch.no_grad()
+def window_probabilities(
+    model: torch.nn.Module,
+    window: Window,
+    window_haps: np.ndarray,
+    query_typed: np.ndarray,
+    k: int,
+    batch_size: int,
+    device: torch.device,
+) -> np.ndarray:
+    """(U, Q) P(alt) at the window's predicted records for Q query haplotypes.
+
+    window_haps: (M, H) panel alleles at the window's columns
+    query_typed: (Q, t) query alleles at the window's typed columns
+    """
+    typed_haps = window_haps[window.typed].T  # (H, t)
+    k = min(k, typed_haps.shape[0])
+    queries = np.zeros((len(query_typed), len(window.typed)), dtype=np.uint8)
+    queries[:, window.typed] = query_typed
+    typed = torch.from_numpy(window.typed).to(device)
+    out = np.empty((int((~window.typed).sum()), len(queries)), dtype=np.float32)
+    for start in range(0, len(queries), batch_size):
+        part = slice(start, start + batch_size)
+        context = nearest_haplotypes(query_typed[part], typed_haps, k)
+        tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
+        logits = model(tokens, typed)[:, 0][:, ~typed]  # (B, U)
+        out[:, part] = torch.sigmoid(logits.float()).T.cpu().numpy()
+    return out
