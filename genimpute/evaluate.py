@@ -126,15 +126,11 @@ class ToolScores:
     estimated_r2: np.ndarray  # (V,) the file's own quality estimate; nan when absent
     info_af: np.ndarray  # (V,) INFO/AF; nan when absent
     truth_maf: np.ndarray  # (V,) MAF of the truth genotypes scored
-    quality_field: str | None
+    quality_field: str | None  # the INFO field(s) estimated_r2 came from
 
 
-def _quality_field(vcf) -> str | None:
-    return next((f for f in QUALITY_FIELDS if vcf.contains(f)), None)
-
-
-def _info_float(rec, field: str | None) -> float:
-    value = rec.INFO.get(field) if field else None
+def _info_float(rec, field: str) -> float:
+    value = rec.INFO.get(field)
     if isinstance(value, tuple):
         value = value[0]
     return float(value) if value is not None else float("nan")
@@ -165,7 +161,7 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: l
             membership[i, names.index(populations[t])] = 1
 
     has_ds = vcf.contains("DS")
-    quality = _quality_field(vcf)
+    quality_seen = set()
     keys, sums, estimated, info_af, truth_maf = [], [], [], [], []
     missing_truth = 0
     for rec in vcf:
@@ -185,14 +181,17 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: l
         per_sample = np.stack([ok, x, y, x * x, y * y, x * y, ok & (g == y), nonref & (g != y), nonref], axis=1)
         sums.append(membership.T @ per_sample)
         keys.append(key)
-        estimated.append(_info_float(rec, quality))
+        quality = next((f for f in QUALITY_FIELDS if rec.INFO.get(f) is not None), None)
+        estimated.append(_info_float(rec, quality) if quality else float("nan"))
+        quality_seen.add(quality)
         info_af.append(_info_float(rec, "AF"))
         truth_maf.append(_maf(np.nanmean(true) / 2) if ok.any() else 0.0)
     if missing_truth:
         log.warning("%s: %d imputed records absent from the truth file were skipped", path, missing_truth)
     if not keys:
         raise InputError(f"{path}: expected imputed records (INFO IMP or IMPUTED) present in the truth; found none")
-    return ToolScores(keys, np.stack(sums), np.array(estimated), np.array(info_af), np.array(truth_maf), quality)
+    quality_field = "/".join(f for f in QUALITY_FIELDS if f in quality_seen) or None
+    return ToolScores(keys, np.stack(sums), np.array(estimated), np.array(info_af), np.array(truth_maf), quality_field)
 
 
 def _summary(sums: np.ndarray) -> dict:
@@ -228,6 +227,8 @@ def calibration_rows(tool: str, scores: ToolScores) -> list[dict]:
         return []
     true_r2 = r2_from_sums(scores.sums[:, 0])
     usable = ~np.isnan(true_r2) & ~np.isnan(scores.estimated_r2)
+    if not usable.any():
+        return []
     est, true = scores.estimated_r2[usable], true_r2[usable]
     bins = r2_bin(est)
     rows = []

@@ -1,7 +1,8 @@
 from pathlib import Path
 
 import pytest
-from paths import DATA
+from cli_helpers import TINY, run
+from paths import ARRAY, DATA, PANEL
 
 
 def pytest_addoption(parser):
@@ -20,3 +21,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def data() -> Path:
     return DATA
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory) -> Path:
+    """A tiny model trained on the tests/data slice (shared by every test module)."""
+    d = tmp_path_factory.mktemp("model")
+    run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(d / "model"), *TINY])
+    return d / "model"

@@ -7,29 +7,10 @@ import cyvcf2
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
+from cli_helpers import TINY, run
 from paths import DATA
 
-from genimpute.cli import main
 from genimpute.modeldir import load_model_dir
-
-TINY = ["--steps", "12", "--dim", "16", "--heads", "2", "--layers", "1", "--untyped", "40",
-        "--typed", "30", "--context", "8", "--batch-size", "4", "--checkpoint-every", "4", "--validate-every", "6"]
-
-
-def run(args, ok=True):
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    d = tmp_path_factory.mktemp("model")
-    run(["-q", "train", "--ref", str(DATA / "panel.vcf.gz"), "--array", str(DATA / "omni2.5_chr20_9.0-9.1Mb.txt"),
-         "--out", str(d / "model"), *TINY])
-    return d / "model"
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,9 @@ HEADER_META = [
     '##INFO=<ID=IMP,Number=0,Type=Flag,Description="Imputed marker">',
     '##INFO=<ID=IMPUTED,Number=0,Type=Flag,Description="Minimac4 imputed marker">',
     '##INFO=<ID=TYPED,Number=0,Type=Flag,Description="Minimac4 typed marker">',
+    '##INFO=<ID=AF,Number=A,Type=Float,Description="Estimated ALT allele frequency">',
+    '##INFO=<ID=DR2,Number=A,Type=Float,Description="Dosage r2 (genimpute, Beagle)">',
+    '##INFO=<ID=R2,Number=1,Type=Float,Description="Estimated r2 (Minimac4)">',
     '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
     '##FORMAT=<ID=DS,Number=A,Type=Float,Description="Dosage">',
 ]
@@ -110,17 +113,19 @@ def truth(tmp_path) -> Path:
     return truth_file(tmp_path / "truth.vcf", SAMPLES, TRUTH_ROWS)
 
 
-def hand_imputed(path: Path, flag: str = "IMP", order=("S3", "S1", "EXTRA", "S4", "S2")) -> Path:
+def hand_imputed(path: Path, flag: str = "IMP", order=("S3", "S1", "EXTRA", "S4", "S2"), info: dict | None = None) -> Path:
     """The hand example, with sample columns shuffled, an extra sample absent
     from the truth, a typed (unflagged) record with wrong dosages and an
-    imputed record absent from the truth: none of these may change a score."""
+    imputed record absent from the truth: none of these may change a score.
+    info: {pos: extra INFO fields} for V1..V3."""
     def fields(by_sample):
         return [by_sample.get(s, "1|1:2") for s in order]
 
     records = [(150, "T", "C", ".", "GT:DS", fields({"S1": "1|1:2", "S2": "1|1:2", "S3": "0|0:0", "S4": "0|0:0"}))]
     for pos in (100, 200, 300):
         ref, alt = REFALT[pos]
-        records.append((pos, ref, alt, flag, "GT:DS", fields(IMPUTED_BY_SAMPLE[pos])))
+        extra = (info or {}).get(pos)
+        records.append((pos, ref, alt, f"{flag};{extra}" if extra else flag, "GT:DS", fields(IMPUTED_BY_SAMPLE[pos])))
     records.append((400, "A", "C", flag, "GT:DS", fields({"S1": "1|1:2", "S2": "0|0:0", "S3": "1|1:2", "S4": "0|0:0"})))
     return write_vcf(path, list(order), sorted(records))
 
@@ -374,3 +379,100 @@ def test_side_by_side_shows_per_tool_counts_when_they_differ():
     wide = side_by_side(table)
     assert list(wide.columns) == ["variants a", "variants b", "a", "b"]
     assert wide.loc[ALL, "variants b"] == 8
+
+
+# ---------------------------------------------------------------------------
+# Non-reference discordance, populations, calibration, MAF from INFO/AF; all
+# on the hand example above.
+#
+# NRD = discordant / genotypes where truth or best guess carries an alt allele:
+#   V1 truth 0 0 0 1, best guess 0 0 1 1: non-ref S3 S4, discordant S3 -> 1/2
+#   V2 truth 0 1 1 2, best guess 0 1 1 2: non-ref S2 S3 S4, none discordant -> 0/3
+#   V3 truth 0 1 2 0, best guess 0 1 1 0: non-ref S2 S3, discordant S3 -> 1/2
+#   bin [0.1, 0.2) = 1/2 ; bin [0.2, 0.5] = 1/5 ; all = 2/7
+# ---------------------------------------------------------------------------
+
+
+def test_nonref_discordance(tmp_path, truth):
+    table = evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")]).accuracy
+    assert row(table, B5)["nonref_discordance"] == pytest.approx(1 / 2)
+    assert row(table, B6)["nonref_discordance"] == pytest.approx(1 / 5)
+    assert row(table, ALL)["nonref_discordance"] == pytest.approx(2 / 7)
+    assert math.isnan(row(table, B0)["nonref_discordance"])
+
+
+# Populations: P1 = S1 S2, P2 = S3 S4 (EXTRA, absent from the truth, is ignored).
+#   P1, all imputed: dosage equals truth everywhere (V1 0 0 / 0 0, V2 0 1, V3 0 1) -> r2 1;
+#     per-variant r2: V1 undefined (truth constant), V2 1, V3 1 -> mean 1; concordance 6/6
+#   P2, all imputed: x = .5 1 | 1 2 | 1 0, y = 0 1 | 1 2 | 2 0 (n = 6)
+#     sum x 5.5, sum y 6, sum x^2 7.25, sum y^2 10, sum xy 8
+#     cov = 8 - 5.5 = 2.5 ; vx = 7.25 - 30.25/6 = 53/24 ; vy = 10 - 6 = 4
+#     r2 = 6.25 / (53/6) = 75/106 ; per-variant r2 1, 1, 1 (two points each) ; concordance: S3 wrong at V1, V3 -> 4/6
+
+
+def test_scores_by_population(tmp_path, truth):
+    samples = tmp_path / "samples.tsv"
+    samples.write_text("sample\tpopulation\tsex\nS1\tP1\tf\nS2\tP1\tm\nS3\tP2\tf\nS4\tP2\tm\nEXTRA\tP3\tf\n")
+    table = evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")], samples=samples).accuracy
+    assert list(dict.fromkeys(table["population"])) == ["all", "P1", "P2"]  # P3 has no truth sample
+
+    def pick(population):
+        return row(table[table["population"] == population], ALL)
+
+    check_expected(table[table["population"] == "all"])  # everyone: as without the table
+    assert pick("P1")["aggregate_r2"] == pytest.approx(1.0)
+    assert pick("P1")["mean_variant_r2"] == pytest.approx(1.0)
+    assert pick("P1")["concordance"] == pytest.approx(1.0)
+    assert pick("P2")["aggregate_r2"] == pytest.approx(75 / 106)
+    assert pick("P2")["mean_variant_r2"] == pytest.approx(1.0)
+    assert pick("P2")["concordance"] == pytest.approx(4 / 6)
+
+
+def test_samples_table_needs_sample_and_population_columns(tmp_path, truth):
+    samples = tmp_path / "samples.tsv"
+    samples.write_text("id\tpop\nS1\tP1\n")
+    with pytest.raises(InputError, match="'sample' and 'population'"):
+        evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")], samples=samples)
+
+
+def test_samples_table_sharing_no_sample_with_truth(tmp_path, truth):
+    samples = tmp_path / "samples.tsv"
+    samples.write_text("sample\tpopulation\nX1\tP1\n")
+    with pytest.raises(InputError, match="found none"):
+        evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")], samples=samples)
+
+
+# Calibration: true per-variant r2 V1 25/33, V2 1, V3 9/11 (see above).
+#   estimates 0.05, 0.95, 0.85 fall in bins [0.0, 0.1), [0.9, 1.0], [0.8, 0.9).
+
+
+@pytest.mark.parametrize("field", ["DR2", "R2"])
+def test_calibration_pairs_estimate_with_true_r2(tmp_path, truth, field):
+    estimates = {100: 0.05, 200: 0.95, 300: 0.85}
+    imputed = hand_imputed(tmp_path / "imputed.vcf", info={p: f"{field}={e}" for p, e in estimates.items()})
+    cal = evaluate(truth, [imputed], labels=["tool"]).calibration.set_index("estimated_bin")
+    assert set(cal["field"]) == {field} and set(cal["tool"]) == {"tool"}
+    assert cal["variants"].sum() == 3
+    for label, est, true in [("[0.0, 0.1)", 0.05, 25 / 33), ("[0.9, 1.0]", 0.95, 1.0), ("[0.8, 0.9)", 0.85, 9 / 11)]:
+        assert cal.loc[label, "variants"] == 1
+        assert cal.loc[label, "mean_estimated_r2"] == pytest.approx(est)
+        assert cal.loc[label, "mean_true_r2"] == pytest.approx(true)
+    assert math.isnan(cal.loc["[0.5, 0.6)", "mean_true_r2"])
+
+
+def test_no_calibration_without_a_quality_field(tmp_path, truth):
+    assert evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")]).calibration.empty
+
+
+def test_maf_bins_from_the_first_files_info_af(tmp_path, truth):
+    # INFO/AF puts V1 (truth MAF 0.125) in [0.2, 0.5] and V2 (0.5) in [0.05, 0.1);
+    # the second file has no AF and is binned by the first file's.
+    first = hand_imputed(tmp_path / "first.vcf", info={100: "AF=0.7", 200: "AF=0.08", 300: "AF=0.375"})
+    second = hand_imputed(tmp_path / "second.vcf")
+    result = evaluate(truth, [first, second], labels=["first", "second"])
+    assert result.maf_source == "INFO/AF of the first imputed file"
+    for tool in ("first", "second"):
+        assert row(result.accuracy, B4, tool)["variants"] == 1
+        assert row(result.accuracy, B5, tool)["variants"] == 0
+        assert row(result.accuracy, B6, tool)["variants"] == 2
+    assert evaluate(truth, [second, first], labels=["second", "first"]).maf_source == "truth genotypes"
