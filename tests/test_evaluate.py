@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from paths import DATA, TARGET_TRUTH
 
 from genimpute.errors import InputError
 from genimpute.evaluate import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
@@ -476,3 +478,43 @@ def test_maf_bins_from_the_first_files_info_af(tmp_path, truth):
         assert row(result.accuracy, B5, tool)["variants"] == 0
         assert row(result.accuracy, B6, tool)["variants"] == 2
     assert evaluate(truth, [second, first], labels=["second", "first"]).maf_source == "truth genotypes"
+
+
+# ---------------------------------------------------------------------------
+# Beagle 5.4 and Minimac4 outputs as they come (tests/data/make_slices.sh)
+# ---------------------------------------------------------------------------
+
+
+def _query(path, include, fmt):
+    out = subprocess.run(["bcftools", "query", "-i", include, "-f", fmt, str(path)],
+                         check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def _independent_aggregate_r2(imputed, include):
+    """(variants, variants whose truth varies, pooled r2 of DS against the
+    truth's allele counts), from bcftools output."""
+    ds = {tuple(f[:4]): np.array(f[4:-1] if f[-1] == "" else f[4:], float)
+          for f in _query(imputed, include, "%CHROM\t%POS\t%REF\t%ALT[\t%DS]\n")}
+    truth = {tuple(f[:4]): np.array([g.count("1") for g in f[4:]], float)
+             for f in _query(TARGET_TRUTH, "1=1", "%CHROM\t%POS\t%REF\t%ALT[\t%GT]\n")}
+    shared = [k for k in ds if k in truth]
+    x = np.concatenate([ds[k] for k in shared])
+    y = np.concatenate([truth[k] for k in shared])
+    varying = sum(truth[k].std() > 0 for k in shared)
+    return len(shared), varying, np.corrcoef(x, y)[0, 1] ** 2
+
+
+@pytest.mark.parametrize(("name", "include", "field"), [
+    ("beagle.imputed.vcf.gz", "INFO/IMP=1", "DR2"),
+    ("minimac4.imputed.vcf.gz", "INFO/IMPUTED=1 && INFO/TYPED=0", "R2"),
+])
+def test_real_tool_outputs_are_read_as_they_come(name, include, field):
+    # The same target samples in the same order in both files, so column order lines up.
+    n, varying, r2 = _independent_aggregate_r2(DATA / name, include)
+    result = evaluate(TARGET_TRUTH, [DATA / name], labels=["tool"])
+    assert row(result.accuracy, ALL)["variants"] == n
+    assert row(result.accuracy, ALL)["aggregate_r2"] == pytest.approx(r2, abs=1e-6)
+    assert r2 > 0.9
+    assert set(result.calibration["field"]) == {field}
+    assert result.calibration["variants"].sum() == varying  # true r2 is undefined where the truth does not vary

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild the small real-data slices used by the tests and the quickstart from
-# ../shared/data (1000 Genomes phase 1 chr20, see its README). Needs bcftools.
+# ../shared/data (1000 Genomes phase 1 chr20, see its README). Needs bcftools,
+# tabix, beagle and minimac4 (Debian: apt-get install bcftools tabix beagle minimac4).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-$here/../../../shared/data/chr20_1kgp1}
@@ -18,6 +19,13 @@ done
 rm "$here/panel_samples.txt" "$here/target_samples.txt"
 awk -F'\t' '$1 == "20" && $2 >= 9000000 && $2 <= 9100000' \
   "$src/../arrays/omni2.5_chr20_b37.txt" > "$here/omni2.5_chr20_9.0-9.1Mb.txt"
+
+# Beagle 5.4's and Minimac4's own outputs on the test slice, so evaluate is
+# tested on their formats as they come (DR2/IMP; R2/IMPUTED/TYPED)
+beagle ref="$here/panel.vcf.gz" gt="$here/targets.omni2.5.vcf.gz" out="$here/beagle.imputed" nthreads=2 > /dev/null
+minimac4 --compress-reference "$here/panel.vcf.gz" > "$here/panel.msav"
+minimac4 -t 2 -f GT,DS -O vcf.gz -o "$here/minimac4.imputed.vcf.gz" "$here/panel.msav" "$here/targets.omni2.5.vcf.gz" 2> /dev/null
+rm "$here/panel.msav" "$here/beagle.imputed.log"
 
 # quickstart: 300 kb, every panel and target sample
 region=20:9000000-9300000
