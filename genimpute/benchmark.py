@@ -62,15 +62,17 @@ def run_timed(tool: str, step: str, cmd: list, log_path: Path, stdout_path: Path
     given); wall time and peak resident memory."""
     log.info("%s: %s", tool, " ".join(map(str, cmd)))
     peak_file = log_path.with_suffix(".peak_kib")
-    with open(log_path, "wb") as err, open(stdout_path, "wb") if stdout_path else err as out:
-        started = time.monotonic()
-        code = subprocess.call([sys.executable, "-c", _LAUNCHER, peak_file, *map(str, cmd)], stdout=out, stderr=err)
-        wall = time.monotonic() - started
-    if code != 0:
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
-        raise ToolError(f"{tool} {step} failed (exit {code}); last lines of {log_path}:\n" + "\n".join(tail))
-    peak_kib = int(peak_file.read_text())  # ru_maxrss is in KiB on Linux
-    peak_file.unlink()
+    try:
+        with open(log_path, "wb") as err, open(stdout_path, "wb") if stdout_path else err as out:
+            started = time.monotonic()
+            code = subprocess.call([sys.executable, "-c", _LAUNCHER, peak_file, *map(str, cmd)], stdout=out, stderr=err)
+            wall = time.monotonic() - started
+        if code != 0:
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]
+            raise ToolError(f"{tool} {step} failed (exit {code}); last lines of {log_path}:\n" + "\n".join(tail))
+        peak_kib = int(peak_file.read_text())  # ru_maxrss is in KiB on Linux
+    finally:
+        peak_file.unlink(missing_ok=True)
     return Step(tool, step, round(wall, 2), round(peak_kib / 1024**2, 3))
 
 
@@ -88,6 +90,7 @@ def mask_to_array(truth: str | Path, array: str | Path, out: Path) -> int:
     writer.close()
     vcf.close()
     if not kept:
+        out.unlink()
         raise InputError(f"{array}: expected sites shared with the truth file {truth}; found none (wrong genome build or contig?)")
     pysam.tabix_index(str(out), preset="vcf", force=True)
     return kept

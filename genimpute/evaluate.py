@@ -35,7 +35,7 @@ BIN_LABELS = [f"[{lo:g}, {hi:g}{']' if hi == 0.5 else ')'}" for lo, hi in zip(MA
 ALL = "all imputed"
 EVERYONE = "all"  # the population label of scores over every sample
 
-R2_BINS = np.linspace(0.0, 1.0, 11)
+R2_BINS = np.arange(11) / 10  # exact tenths, unlike linspace's 0.30000000000000004
 R2_BIN_LABELS = [f"[{lo:.1f}, {hi:.1f}{']' if hi == 1.0 else ')'}" for lo, hi in zip(R2_BINS[:-1], R2_BINS[1:])]
 QUALITY_FIELDS = ("DR2", "R2")  # genimpute/Beagle, Minimac4
 
@@ -43,17 +43,22 @@ QUALITY_FIELDS = ("DR2", "R2")  # genimpute/Beagle, Minimac4
 _N, _X, _Y, _XX, _YY, _XY, _CONCORDANT, _NONREF_DISCORDANT, _NONREF = range(9)
 
 
+# Values are rounded to this many decimals before binning, so 1 - 0.9
+# (0.0999... in floating point) and float32 INFO values such as DR2=0.9
+# (0.89999998) fall in the bin their decimal spelling names.
+_BIN_DECIMALS = 6
+
+
 def maf_bin(maf: np.ndarray) -> np.ndarray:
-    """Index into BIN_LABELS; MAF 0.5 falls in the last, closed bin. MAF is
-    rounded first so min(af, 1 - af) bins alike whichever allele is ALT
-    (1 - 0.9 is 0.0999... in floating point)."""
-    maf = np.round(maf, 12)
+    """Index into BIN_LABELS; MAF 0.5 falls in the last, closed bin."""
+    maf = np.round(maf, _BIN_DECIMALS)
     return np.clip(np.searchsorted(MAF_BINS, maf, side="right") - 1, 0, len(BIN_LABELS) - 1)
 
 
 def r2_bin(r2: np.ndarray) -> np.ndarray:
     """Index into R2_BIN_LABELS; estimates outside [0, 1] count as the nearest end."""
-    return np.clip(np.searchsorted(R2_BINS, np.clip(r2, 0.0, 1.0), side="right") - 1, 0, len(R2_BIN_LABELS) - 1)
+    r2 = np.round(np.clip(r2, 0.0, 1.0), _BIN_DECIMALS)
+    return np.clip(np.searchsorted(R2_BINS, r2, side="right") - 1, 0, len(R2_BIN_LABELS) - 1)
 
 
 def _key(rec) -> tuple:

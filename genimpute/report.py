@@ -17,13 +17,14 @@ CALIBRATION_PNG = "calibration.png"
 
 
 def to_json(document) -> str:
-    """JSON text of `document`, with NaN (undefined r2, empty bins) as null."""
+    """JSON text of `document`, with NaN (undefined r2, empty bins) and
+    infinities as null, which strict JSON readers accept."""
     def clean(value):
-        if isinstance(value, float) and math.isnan(value):
+        if isinstance(value, float) and not math.isfinite(value):
             return None
         if isinstance(value, dict):
             return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list):
+        if isinstance(value, (list, tuple)):
             return [clean(v) for v in value]
         return value
 
