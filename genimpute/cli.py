@@ -116,13 +116,16 @@ def _checked_config(build) -> RunConfig:
 @click.option("--validate", is_flag=True, help="Estimate accuracy without truth: hide a fraction of the typed sites, impute them, report the empirical r2 (log and VCF header).")
 @click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True, help="Fraction of typed sites hidden by --validate.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
+@click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based, inclusive); see `genimpute chunks`.")
 @click.pass_context
-def impute(ctx, target, model_dir, out, batch_size, force, device, validate, validate_fraction, seed):
+def impute(ctx, target, model_dir, out, batch_size, force, device, validate, validate_fraction, seed, region):
     """Impute the untyped panel variants of a phased TARGET VCF."""
     from genimpute.impute import impute as run_impute
     from genimpute.modeldir import default_model_dir
+    from genimpute.regions import parse_region
     from genimpute.runtime import pick_device
 
+    region = _run(parse_region, region) if region else None
     model_dir = Path(model_dir) if model_dir else default_model_dir()
     if out is None:
         stem = Path(target).name
@@ -133,13 +136,30 @@ def impute(ctx, target, model_dir, out, batch_size, force, device, validate, val
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
     summary = _run(run_impute, target, model_dir, out, _run(pick_device, device), batch_size=batch_size,
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
-                   seed=seed)
+                   seed=seed, region=region)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples, {summary['seconds']} s")
     if summary["validation"]:
         v = summary["validation"]
         click.echo(f"validation: {v['masked_sites']} typed sites hidden and imputed: empirical r2 {v['empirical_r2']:.4f}, "
                    f"concordance {v['concordance']:.4f}")
+
+
+@main.command()
+@click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Reference panel VCF/BCF whose contigs are split.")
+@click.option("--size", default="5Mb", show_default=True, help="Chunk length: 5Mb, 250kb, 100000.")
+@click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="Chunk list file (- for stdout).")
+def chunks(ref, size, out):
+    """Split the panel's contigs into regions for `impute --region`, one per
+    line. Chunks tile each contig from 1, the last open-ended, so every
+    record falls in exactly one; no buffer is needed, because impute plans
+    windows over the whole contig whatever the region."""
+    from genimpute.io.vcf_reader import contig_spans
+    from genimpute.regions import parse_size, plan_chunks
+
+    regions = _run(plan_chunks, _run(contig_spans, ref), _run(parse_size, size, "--size"))
+    with click.open_file(out, "w", atomic=out != "-") as f:
+        f.write("".join(f"{r}\n" for r in regions))
 
 
 @main.command()

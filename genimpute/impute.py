@@ -14,12 +14,14 @@ import torch
 from tqdm import tqdm
 
 from genimpute import __version__
+from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import Alignment, ReferencePanel, align_target
 from genimpute.predict import window_probabilities
+from genimpute.regions import Region
 from genimpute.validation import validate
 from genimpute.windows import plan_windows
 
@@ -120,11 +122,18 @@ def impute(
     progress: bool = True,
     validate_fraction: float | None = None,
     seed: int = 1,
+    region: Region | None = None,
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
+
+    With `region`, write only the records inside it. Windows are still
+    planned over the whole contig, so a region's records get exactly the
+    windows, evidence and values of a whole-contig run: chunk outputs
+    concatenate into the single-run output, seams included.
+
     With `validate_fraction`, first estimate accuracy on that fraction of
-    the typed sites, hidden (see genimpute.validation), and record it in the
-    log, the summary and the output header."""
+    the typed sites (of the region), hidden (see genimpute.validation), and
+    record it in the log, the summary and the output header."""
     started = time.monotonic()
     loaded = load_model_dir(model_dir)
     model = loaded.model.to(device)
@@ -134,9 +143,20 @@ def impute(
     typed_mask = np.zeros(len(panel), dtype=bool)
     typed_mask[aln.panel_rows] = True
     fmt = _RecordFormatter(panel, target, aln)
-    contigs = _contigs_in_target_order(panel, target, aln)
+    header_contigs = contigs = _contigs_in_target_order(panel, target, aln)
+    in_region = np.ones(len(panel), dtype=bool)
+    if region is not None:
+        contigs = [c for c in contigs if c.key == region.key]
+        if not contigs:
+            raise InputError(f"--region {region}: expected a contig of the target ({', '.join(c.name for c in header_contigs)}); "
+                             f"found {region.contig}")
+        keys = np.array([panel.contig_key(c) for c in range(len(panel.contig_names))])
+        in_region = (keys[panel.contig_index] == region.key) & (panel.positions >= region.start)
+        if region.end is not None:
+            in_region &= panel.positions <= region.end
     windows_by_contig = {
-        c.key: plan_windows(panel.contig_index, panel.positions, typed_mask, wcfg.untyped, wcfg.typed, [c.panel_index])
+        c.key: [w for w in plan_windows(panel.contig_index, panel.positions, typed_mask, wcfg.untyped, wcfg.typed,
+                                        [c.panel_index]) if in_region[w.predicted].any()]
         for c in contigs if c.panel_index is not None
     }
     n_windows = sum(len(w) for w in windows_by_contig.values())
@@ -149,7 +169,8 @@ def impute(
     }
     validation = None
     if validate_fraction is not None:
-        validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, batch_size, device)
+        validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, batch_size, device,
+                              eligible=in_region)
         meta["genimputeValidation"] = validation.header_value()
         log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
@@ -157,9 +178,11 @@ def impute(
     log_every = max(1, n_windows // 10)
     n_imputed = n_done = 0
     with VcfWriter(out, force=force) as writer:
-        writer.write_header(target.samples, [c.name for c in contigs], meta)
+        writer.write_header(target.samples, [c.name for c in header_contigs], meta)
         for contig in contigs:
             events = _events(panel, target, aln, contig, typed_mask)
+            if region is not None:
+                events = [e for e in events if region.contains(contig.key, e[0])]
             position_of_event = {e[2]: i for i, e in enumerate(events) if e[1] != _PASSED}
             done = 0
             for window in windows_by_contig.get(contig.key, []):
@@ -168,10 +191,11 @@ def impute(
                 query_typed = aln.alleles_at(window.columns[window.typed]).T
                 probs = window_probabilities(model, window, haps, query_typed, wcfg.context, batch_size, device)
                 predicted = window.predicted
-                upto = position_of_event[int(predicted[-1])] + 1
+                written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
+                upto = position_of_event[int(written[-1])] + 1
                 _write_events(writer, fmt, events[done:upto], dict(zip(predicted.tolist(), probs)), contig.name)
                 done = upto
-                n_imputed += len(predicted)
+                n_imputed += len(written)
                 bar.update(1)
                 if n_done % log_every == 0:  # progress for logs, where no bar is drawn
                     log.info("imputed %d of %d windows in %.0f s", n_done, n_windows, time.monotonic() - started)

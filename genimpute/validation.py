@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from genimpute.config import WindowConfig
+from genimpute.errors import InputError
 from genimpute.panel import Alignment, ReferencePanel
 from genimpute.predict import window_probabilities
 from genimpute.windows import Window, plan_windows
@@ -33,20 +34,25 @@ class ValidationResult:
                 f"EmpiricalR2={self.empirical_r2:.4f},Concordance={self.concordance:.4f}>")
 
 
-def choose_masked(panel: ReferencePanel, typed_mask: np.ndarray, fraction: float, seed: int) -> np.ndarray:
-    """(M,) bool: round(fraction x typed sites) typed records of each contig
-    (at least one), chosen at random; a contig keeps at least one typed
-    record unmasked, and contigs with fewer than two typed records are left whole."""
+def choose_masked(panel: ReferencePanel, typed_mask: np.ndarray, fraction: float, seed: int,
+                  eligible: np.ndarray | None = None) -> np.ndarray:
+    """(M,) bool: round(fraction x typed sites) of the typed (and eligible)
+    records of each contig, at least one, chosen at random; a contig keeps
+    at least one typed record unmasked, and contigs with fewer than two
+    typed records are left whole."""
     if not 0 < fraction <= 0.5:
         raise ValueError(f"validation fraction must be in (0, 0.5]; found {fraction}")
     rng = np.random.default_rng(seed)
     masked = np.zeros(len(typed_mask), dtype=bool)
-    for contig in np.unique(panel.contig_index[typed_mask]):
-        typed_rows = np.nonzero(typed_mask & (panel.contig_index == contig))[0]
-        if len(typed_rows) < 2:
+    candidates = typed_mask if eligible is None else typed_mask & eligible
+    for contig in np.unique(panel.contig_index[candidates]):
+        on_contig = panel.contig_index == contig
+        rows = np.nonzero(candidates & on_contig)[0]
+        n_typed = int((typed_mask & on_contig).sum())
+        if n_typed < 2:
             continue
-        n = min(len(typed_rows) - 1, max(1, round(fraction * len(typed_rows))))
-        masked[rng.choice(typed_rows, size=n, replace=False)] = True
+        n = min(len(rows), n_typed - 1, max(1, round(fraction * len(rows))))
+        masked[rng.choice(rows, size=n, replace=False)] = True
     return masked
 
 
@@ -71,10 +77,12 @@ def validate(
     seed: int,
     batch_size: int,
     device: torch.device,
+    eligible: np.ndarray | None = None,
 ) -> ValidationResult:
-    masked = choose_masked(panel, typed_mask, fraction, seed)
+    """Hide typed sites (among `eligible` records), impute them, score."""
+    masked = choose_masked(panel, typed_mask, fraction, seed, eligible)
     if not masked.any():
-        raise ValueError("validation needs a contig with at least two typed sites; found none")
+        raise InputError("--validate: expected typed sites to hide (at least two typed sites on a contig); found none")
     dosages, best_guesses, observed = [], [], []
     for window in validation_windows(panel, typed_mask, masked, wcfg, fraction):
         haps = panel.haplotypes(window.columns)

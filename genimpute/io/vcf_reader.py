@@ -191,3 +191,16 @@ def read_target(path: str | Path) -> TargetData:
         raise InputError(f"{path}: expected target records; found none")
     rec_fields.positions = np.asarray(positions, dtype=np.int64)
     return TargetData(samples, rec_fields, np.stack(alleles), np.asarray(phased))
+
+
+def contig_spans(path: str | Path) -> dict:
+    """{contig: (first, last) record position}, contigs in file order;
+    records must be grouped by contig and sorted, as everywhere else."""
+    vcf = open_vcf(path)
+    check, spans = _SortCheck(path), {}
+    for number, rec in _records(vcf, path):
+        check(rec.CHROM, rec.POS, number)
+        spans[rec.CHROM] = (spans.get(rec.CHROM, (rec.POS,))[0], rec.POS)
+    if not spans:
+        raise InputError(f"{path}: expected at least one record; found none")
+    return spans
