@@ -1,0 +1,107 @@
+"""Pipeline integrations: the Snakemake workflow runs for real; the Nextflow
+modules, the Dockerfile and the shell scripts are checked statically (no
+Nextflow launcher or Docker engine here)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_helpers import run
+from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH
+
+ROOT = Path(__file__).parent.parent
+SNAKEFILE = ROOT / "workflows" / "snakemake" / "Snakefile"
+NEXTFLOW = ROOT / "workflows" / "nextflow"
+
+
+def _records(path) -> list[str]:
+    return subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout.splitlines()
+
+
+def test_snakemake_workflow_trains_scatters_concatenates_and_evaluates(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("\n".join([
+        f"panel: {PANEL}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", f"truth: {TARGET_TRUTH}",
+        'model: ""', 'train_args: "--steps 5 --dim 16 --heads 2 --layers 1"', "chunk_size: 30kb", "outdir: out",
+    ]) + "\n")
+    subprocess.run(["snakemake", "-s", str(SNAKEFILE), "--configfile", str(config), "--directory", str(tmp_path),
+                    "--cores", "2", "--quiet"], check=True, capture_output=True, text=True)
+    out = tmp_path / "out"
+    chunks = (out / "chunks.txt").read_text().split()
+    assert len(chunks) == 4 and all((out / "chunks" / f"{i}.vcf.gz").exists() for i in range(4))
+
+    single = tmp_path / "single.vcf.gz"
+    run(["-q", "impute", str(TARGET_PHASED), "--model", str(out / "model"), "--out", str(single)])
+    assert _records(out / "imputed.vcf.gz") == _records(single)
+    assert (out / "imputed.vcf.gz.tbi").exists()
+    assert "Aggregate r² by MAF bin" in (out / "report" / "report.md").read_text()
+    assert (out / "report" / "r2_by_maf.png").stat().st_size > 0
+
+
+def _help_options(command: str) -> set:
+    text = run([command, "--help"]).output
+    return set(re.findall(r"(--[a-z][a-z-]*)", text))
+
+
+def _genimpute_calls(path: Path) -> list[tuple[str, set]]:
+    """(subcommand, options) of every `genimpute <subcommand> ...` line in a script."""
+    calls = []
+    for line in path.read_text().splitlines():
+        match = re.search(r"\bgenimpute\s+(?:-q\s+)?(train|impute|chunks|evaluate|benchmark)\b(.*)", line)
+        if match:
+            calls.append((match[1], set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", match[2]))))
+    return calls
+
+
+@pytest.mark.parametrize("script", sorted(NEXTFLOW.rglob("*.nf")) + [SNAKEFILE], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_option_a_workflow_passes_exists(script):
+    calls = _genimpute_calls(script)
+    if script.name == "main.nf" and script.parent == NEXTFLOW:
+        assert calls == []  # the pipeline only calls modules
+        return
+    assert calls, f"no genimpute call found in {script}"
+    for command, options in calls:
+        assert options <= _help_options(command), (command, options - _help_options(command))
+
+
+def test_nextflow_pipeline_includes_existing_modules():
+    pipeline = (NEXTFLOW / "main.nf").read_text()
+    includes = re.findall(r"include \{ (\w+)\s*\} from '\./(.+?)'", pipeline)
+    assert {name for name, _ in includes} == {"GENIMPUTE_TRAIN", "GENIMPUTE_CHUNKS", "GENIMPUTE_IMPUTE"}
+    for name, module in includes:
+        text = (NEXTFLOW / f"{module}.nf").read_text()
+        assert f"process {name} {{" in text
+        assert 'path "versions.yml"' in text and "stub:" in text
+        assert (NEXTFLOW / module).with_name("meta.yml").exists()
+
+
+def _readme_install_line() -> str:
+    lines = [line.strip() for line in (ROOT / "README.md").read_text().splitlines() if line.strip().startswith("pip install -c")]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_dockerfile_installs_as_the_readme_says_and_runs_unprivileged():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert _readme_install_line() in dockerfile
+    for package in ("bcftools", "tabix", "beagle", "minimac4"):
+        assert re.search(rf"apt-get install .*\b{package}\b", dockerfile), package
+    users = re.findall(r"^USER (\S+)", dockerfile, re.MULTILINE)
+    assert users and users[-1] not in ("root", "0")
+    assert re.search(r'^ENTRYPOINT \["genimpute"\]', dockerfile, re.MULTILINE)
+    for line in re.findall(r"^COPY (.+)$", dockerfile, re.MULTILINE):
+        for source in shlex.split(line)[:-1]:
+            assert (ROOT / source).exists(), source
+
+
+def test_shell_scripts_pass_shellcheck():
+    if shutil.which("shellcheck") is None:
+        pytest.fail("shellcheck not on PATH (Debian: apt-get install shellcheck; .ci/run installs it)")
+    scripts = [*ROOT.glob("examples/*.sh"), *ROOT.glob("benchmarks/*.sh"), *ROOT.glob("tests/data/*.sh"), ROOT / ".ci" / "run"]
+    result = subprocess.run(["shellcheck", *map(str, scripts)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout

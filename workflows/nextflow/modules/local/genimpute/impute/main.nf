@@ -1,0 +1,37 @@
+process GENIMPUTE_IMPUTE {
+    tag "${meta.id}:${region}"
+    label 'process_medium'
+    container 'genimpute:0.1.0'
+
+    input:
+    tuple val(meta), path(target), path(target_index), val(region)
+    path model
+
+    output:
+    tuple val(meta), path("${prefix}.vcf.gz"), path("${prefix}.vcf.gz.tbi"), emit: vcf
+    path "versions.yml"                                                     , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    def region_arg = region ? "--region ${region}" : ''
+    prefix = task.ext.prefix ?: "${meta.id}" + (region ? "_" + region.replaceAll(/[:\-]/, '_') : '')
+    """
+    genimpute impute ${target} --model ${model} --out ${prefix}.vcf.gz ${region_arg} ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        genimpute: \$(genimpute --version | sed 's/^genimpute, version //')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}" + (region ? "_" + region.replaceAll(/[:\-]/, '_') : '')
+    """
+    echo | gzip > ${prefix}.vcf.gz
+    touch ${prefix}.vcf.gz.tbi
+    echo '"${task.process}": {genimpute: 0.1.0}' > versions.yml
+    """
+}

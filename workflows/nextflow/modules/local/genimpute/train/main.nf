@@ -1,0 +1,36 @@
+process GENIMPUTE_TRAIN {
+    tag "$meta.id"
+    label 'process_high'
+    container 'genimpute:0.1.0'
+
+    input:
+    tuple val(meta), path(panel), path(panel_index)
+    path array
+
+    output:
+    tuple val(meta), path("${prefix}"), emit: model
+    path "versions.yml"               , emit: versions
+
+    when:
+    task.ext.when == null || task.ext.when
+
+    script:
+    def args = task.ext.args ?: ''
+    prefix = task.ext.prefix ?: "${meta.id}_model"
+    """
+    genimpute train --ref ${panel} --array ${array} --out ${prefix} ${args}
+
+    cat <<-END_VERSIONS > versions.yml
+    "${task.process}":
+        genimpute: \$(genimpute --version | sed 's/^genimpute, version //')
+    END_VERSIONS
+    """
+
+    stub:
+    prefix = task.ext.prefix ?: "${meta.id}_model"
+    """
+    mkdir ${prefix}
+    touch ${prefix}/config.json ${prefix}/model.pt ${prefix}/provenance.json ${prefix}/panel.npz
+    echo '"${task.process}": {genimpute: 0.1.0}' > versions.yml
+    """
+}
