@@ -72,10 +72,12 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--validate-every", type=int, default=_DEFAULTS.train.validate_every, show_default=True, help="Steps between validation r2 reports.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
+@click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, seed, checkpoint_every, validate_every, resume, device):
+          layers, heads, seed, checkpoint_every, validate_every, resume, device, distributed):
     """Train a model on a reference panel for an array."""
+    from genimpute import distributed as ddp
     from genimpute.modeldir import default_model_dir
     from genimpute.runtime import pick_device
     from genimpute.train import train as run_train
@@ -90,9 +92,17 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
 
     config = _run(_checked_config, build)
     out = Path(out) if out else default_model_dir()
-    prov = _run(run_train, ref, array, out, config, _run(pick_device, device), resume=resume, progress=ctx.obj["progress"])
-    last = prov["history"][-1]["val_r2"] if prov["history"] else float("nan")
-    click.echo(f"model written to {out}: {prov['steps']} steps in {prov['minutes']} min, validation r2 {last:.4f}")
+    dist = _run(ddp.start, distributed)
+    if not dist.is_main:
+        logging.getLogger().setLevel(logging.WARNING)  # one process reports progress
+    try:
+        prov = _run(run_train, ref, array, out, config, dist.device(_run(pick_device, device)), resume=resume,
+                    progress=ctx.obj["progress"], dist=dist)
+    finally:
+        ddp.stop(dist)
+    if dist.is_main:
+        last = prov["history"][-1]["val_r2"] if prov["history"] else float("nan")
+        click.echo(f"model written to {out}: {prov['steps']} steps in {prov['minutes']} min, validation r2 {last:.4f}")
 
 
 def _checked_config(build) -> RunConfig:

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from genimpute import __version__, modeldir
 from genimpute.config import MASKED, RunConfig
+from genimpute.distributed import SINGLE, Distributed
 from genimpute.errors import CheckpointError, InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.models import build_model
@@ -54,6 +55,11 @@ class Batch:
 
     def to(self, device: torch.device) -> "Batch":
         return Batch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+    def rows(self, part: slice) -> "Batch":
+        """The batch restricted to some of its queries (with their contexts)."""
+        return Batch(**{f.name: getattr(self, f.name) if f.name == "typed" else getattr(self, f.name)[part]
+                        for f in fields(self)})
 
 
 class TrainingSet:
@@ -132,12 +138,11 @@ def lr_at(step: int, cfg) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def loss_terms(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(query cross-entropy, context reconstruction) means."""
+def loss_sums(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(query cross-entropy, context reconstruction) summed over their cells;
+    sums, so that shares of a batch on several processes add up to it."""
     bce = F.binary_cross_entropy_with_logits(logits, batch.alleles, reduction="none")
-    query = bce[batch.query_cells].mean()
-    recon = bce[batch.masked_cells].mean() if batch.masked_cells.any() else bce.new_zeros(())
-    return query, recon
+    return bce[batch.query_cells].sum(), bce[batch.masked_cells].sum()
 
 
 def pooled_r2(prob: np.ndarray, truth: np.ndarray) -> float:
@@ -201,9 +206,12 @@ def train(
     device: torch.device,
     resume: bool = False,
     progress: bool = True,
+    dist: Distributed = SINGLE,
 ) -> dict:
     """Train a backbone and write a model directory to `out`. Returns the
-    provenance record (steps, elapsed time, final validation r2)."""
+    provenance record (steps, elapsed time, final validation r2).
+    Under torchrun, `dist` shares each batch among the processes (see
+    genimpute.distributed); only its main process writes."""
     out = Path(out)
     panel = ReferencePanel.from_vcf(ref)
     sites = read_array_list(array)
@@ -222,10 +230,14 @@ def train(
         config = replace(stored, train=replace(stored.train, steps=config.train.steps, max_minutes=config.train.max_minutes))
     elif (out / modeldir.WEIGHTS).exists() or checkpoint_path.exists():
         raise InputError(f"{out}: already holds a model; pass --resume to continue it or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    modeldir.atomic_write(out / modeldir.PANEL, panel.save)
+    dist.barrier()  # every process has checked --out before the main one writes to it
+    if dist.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        modeldir.atomic_write(out / modeldir.PANEL, panel.save)
 
     cfg = config.train
+    if cfg.batch_size < dist.world:
+        raise InputError(f"--batch-size: expected at least one query per process ({dist.world}); found {cfg.batch_size}")
     torch.manual_seed(cfg.seed)
     model = build_model(config.model).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
@@ -237,7 +249,7 @@ def train(
         log.info("resuming at step %d (%.1f min trained)", step, elapsed / 60)
 
     ts = TrainingSet(panel, typed_mask, cfg.val_fraction, cfg.seed)
-    validator = Validator(ts, config)
+    validator = Validator(ts, config) if dist.is_main else None
     n_params = sum(p.numel() for p in model.parameters())
     log.info("model %s: %d parameters; %d train / %d validation haplotypes", config.model.name, n_params, len(ts.train_haps), len(ts.val_haps))
 
@@ -249,18 +261,24 @@ def train(
         }
 
     w = config.window
-    bar = tqdm(total=cfg.steps, initial=step, desc="train", unit="step", disable=not progress, file=sys.stderr)
+    bar = tqdm(total=cfg.steps, initial=step, desc="train", unit="step", disable=not (progress and dist.is_main), file=sys.stderr)
+    net = dist.wrap(model, device)
     model.train()
     started = time.monotonic() - elapsed
     with _StopRequest() as stop:
-        while step < cfg.steps and elapsed < cfg.max_minutes * 60 and not stop.requested:
+        # every process stops at the same step, whichever one's clock or signal says so
+        while not dist.any(step >= cfg.steps or elapsed >= cfg.max_minutes * 60 or stop.requested):
             rng = np.random.default_rng([cfg.seed, step])
             window = ts.random_window(rng, w.untyped, w.typed)
             queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
-            batch = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span).to(device)
-            query_loss, recon_loss = loss_terms(model(batch.tokens, batch.typed), batch)
+            full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span)
+            n_query, n_masked = int(full.query_cells.sum()), int(full.masked_cells.sum())
+            batch = full.rows(dist.rows()).to(device)
+            query_sum, recon_sum = loss_sums(net(batch.tokens, batch.typed), batch)
             lam = lam_at(step, cfg)
-            loss = lam * query_loss + (1 - lam) * recon_loss
+            # the batch means, as shares of this process; DDP averages gradients over processes, hence x world
+            loss = dist.world * (lam * query_sum / n_query + (1 - lam) * recon_sum / max(1, n_masked))
+            query_loss = query_sum.item() / n_query  # this process's share, for the progress bar
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, cfg)
             optimizer.zero_grad(set_to_none=True)
@@ -270,19 +288,23 @@ def train(
             step += 1
             elapsed = time.monotonic() - started
             bar.update(1)
-            bar.set_postfix(loss=f"{query_loss.item():.4f}", lam=f"{lam:.2f}")
+            bar.set_postfix(loss=f"{query_loss:.4f}", lam=f"{lam:.2f}")
             if step % cfg.validate_every == 0 or step == cfg.steps:
-                r2 = validator.r2(model, device)
-                history.append({"step": step, "minutes": round(elapsed / 60, 2), "query_loss": query_loss.item(), "val_r2": r2})
-                log.info("step %d: query loss %.4f, validation r2 %.4f", step, query_loss.item(), r2)
-                bar.set_postfix(loss=f"{query_loss.item():.4f}", val_r2=f"{r2:.4f}")
-            if step % cfg.checkpoint_every == 0:
+                batch_loss = dist.total(query_sum.item()) / n_query  # collective: every process takes part
+                if dist.is_main:
+                    r2 = validator.r2(model, device)
+                    history.append({"step": step, "minutes": round(elapsed / 60, 2), "query_loss": batch_loss, "val_r2": r2})
+                    log.info("step %d: query loss %.4f, validation r2 %.4f", step, batch_loss, r2)
+                    bar.set_postfix(loss=f"{batch_loss:.4f}", val_r2=f"{r2:.4f}")
+            if step % cfg.checkpoint_every == 0 and dist.is_main:
                 modeldir.save_torch(checkpoint_path, snapshot())
     bar.close()
+    finished = step >= cfg.steps or elapsed >= cfg.max_minutes * 60
+    if not dist.is_main:
+        return {"steps": step, "minutes": round(elapsed / 60, 2), "finished": finished, "history": history}
     if not history or history[-1]["step"] != step:
         history.append({"step": step, "minutes": round(elapsed / 60, 2), "val_r2": validator.r2(model, device)})
     modeldir.save_torch(checkpoint_path, snapshot())
-    finished = step >= cfg.steps or elapsed >= cfg.max_minutes * 60
     provenance = {
         "genimpute_version": __version__,
         "command": " ".join(sys.argv),
@@ -291,6 +313,7 @@ def train(
         "panel_fingerprint": fingerprint,
         "typed_sites": int(typed_mask.sum()),
         "parameters": n_params,
+        "processes": dist.world,
         "steps": step,
         "minutes": round(elapsed / 60, 2),
         "finished": finished,

@@ -103,5 +103,5 @@ def test_shell_scripts_pass_shellcheck():
     if shutil.which("shellcheck") is None:
         pytest.fail("shellcheck not on PATH (Debian: apt-get install shellcheck; .ci/run installs it)")
     scripts = [*ROOT.glob("examples/*.sh"), *ROOT.glob("benchmarks/*.sh"), *ROOT.glob("tests/data/*.sh"), ROOT / ".ci" / "run"]
-    result = subprocess.run(["shellcheck", *map(str, scripts)], capture_output=True, text=True)
+    result = subprocess.run(["shellcheck", *map(str, scripts)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
