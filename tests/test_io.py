@@ -15,7 +15,7 @@ from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 from genimpute.errors import InputError
 from genimpute.io.array_list import ArraySites, read_array_list
 from genimpute.io.contigs import normalise_contig
-from genimpute.io.vcf_reader import read_panel, read_target
+from genimpute.io.vcf_reader import ABSENT, MISSING, read_panel, read_target
 
 
 def _bcftools(*args) -> str:
@@ -445,10 +445,11 @@ def test_read_target_keeps_multiallelic_and_monomorphic(tmp_path):
     np.testing.assert_array_equal(target.phased, [True, True, False])
 
 
-def test_read_target_missing_call_rejected(tmp_path):
-    path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 .|."])
-    with pytest.raises(InputError, match="missing"):
-        read_target(path)
+def test_read_target_keeps_missing_and_haploid_calls(tmp_path):
+    path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 .|.", "20 200 . A G . . . GT 1 ./1", "20 300 . A G . . . GT 1 0"])
+    target = read_target(path)
+    np.testing.assert_array_equal(target.alleles, [[0, 1, MISSING, MISSING], [1, ABSENT, MISSING, 1], [1, ABSENT, 0, ABSENT]])
+    assert target.phased.all()  # no heterozygous call lost its phase
 
 
 def test_read_target_missing_file(tmp_path):

@@ -44,8 +44,8 @@ class PanelData:
 class TargetData:
     samples: list
     records: Records
-    alleles: np.ndarray  # (M, 2S) int8 allele index per haplotype
-    phased: np.ndarray  # (M,) bool, every genotype of the record is phased
+    alleles: np.ndarray  # (M, 2S) int8 allele index per haplotype, or MISSING / ABSENT
+    phased: np.ndarray  # (M,) bool, every heterozygous call of the record is phased
 
 
 def open_vcf(path: str | Path):
@@ -81,12 +81,29 @@ def _where(path, contig, pos, number) -> str:
     return f"{path} record {number} ({contig}:{pos})"
 
 
-def _diploid_genotypes(rec, path, number) -> np.ndarray:
-    """(S, 3) int16: allele 1, allele 2, phased flag. Haploid and missing
-    calls are not supported yet and stop with the record named."""
+# allele codes of target genotypes besides allele indices 0, 1, ...
+MISSING = -1  # a missing call: `.` or `./.`
+ABSENT = -2  # no such haplotype: the second one of a haploid call
+
+
+def _genotypes(rec, path, number) -> np.ndarray:
+    """(S, 3) int16: allele 1, allele 2 (ABSENT for a haploid call), phased
+    flag; MISSING for missing alleles. Polyploid calls stop with the record named."""
     gts = rec.genotype.array()
+    if gts.shape[1] == 2:  # every call of the record is haploid
+        gts = np.stack([gts[:, 0], np.full(len(gts), ABSENT, gts.dtype), np.ones(len(gts), gts.dtype)], axis=1)
+    elif gts.shape[1] != 3:
+        raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: expected haploid or diploid genotypes; "
+                         f"found ploidy {gts.shape[1] - 1}")
+    return gts
+
+
+def _diploid_genotypes(rec, path, number) -> np.ndarray:
+    """(S, 3) int16: allele 1, allele 2, phased flag, every call diploid and
+    called (as a reference panel must be); otherwise stop with the record named."""
+    gts = _genotypes(rec, path, number)
     where = _where(path, rec.CHROM, rec.POS, number)
-    if gts.shape[1] != 3 or (gts[:, :2] == -2).any():
+    if (gts[:, :2] == ABSENT).any():
         raise InputError(f"{where}: expected diploid genotypes; found haploid calls")
     if (gts[:, :2] < 0).any():
         sample = int(np.nonzero((gts[:, :2] < 0).any(axis=1))[0][0])
@@ -167,7 +184,9 @@ def read_panel(path: str | Path) -> PanelData:
 
 def read_target(path: str | Path) -> TargetData:
     """Read target genotypes at typed sites: every record, biallelic or not,
-    so records absent from the panel can be passed through to the output."""
+    so records absent from the panel can be passed through to the output.
+    Missing calls and haploid calls (chrX of males) are kept as MISSING and
+    ABSENT alleles."""
     vcf = open_vcf(path)
     samples = list(vcf.samples)
     if not samples:
@@ -177,15 +196,20 @@ def read_target(path: str | Path) -> TargetData:
     check_sorted = _SortCheck(path)
     for number, rec in _records(vcf, path):
         check_sorted(rec.CHROM, rec.POS, number)
-        gts = _diploid_genotypes(rec, path, number)
+        gts = _genotypes(rec, path, number)
+        n_alleles = 1 + len(rec.ALT)
+        if gts[:, :2].max() >= n_alleles:
+            raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: expected allele indices below {n_alleles} "
+                             f"(REF and {len(rec.ALT)} ALT); found {int(gts[:, :2].max())}")
         rec_fields.contigs.append(rec.CHROM)
         positions.append(rec.POS)
         rec_fields.ids.append(rec.ID or ".")
         rec_fields.refs.append(rec.REF)
         rec_fields.alts.append(",".join(rec.ALT) if rec.ALT else ".")
         alleles.append(gts[:, :2].reshape(-1).astype(np.int8))
-        # homozygous calls carry no phase, whatever their separator
-        phased.append(bool(((gts[:, 2] == 1) | (gts[:, 0] == gts[:, 1])).all()))
+        # only a heterozygous call (two different called alleles) has a phase to lose
+        het = (gts[:, 0] != gts[:, 1]) & (gts[:, 0] >= 0) & (gts[:, 1] >= 0)
+        phased.append(bool((gts[:, 2] == 1)[het].all()))
     vcf.close()
     if not positions:
         raise InputError(f"{path}: expected target records; found none")
