@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from genimpute.errors import CheckpointError, PanelMismatchError
+from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
-from genimpute.io.vcf_reader import PanelData, TargetData, read_panel
+from genimpute.io.vcf_reader import ABSENT, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
 
@@ -142,72 +143,132 @@ def array_typed_mask(panel: ReferencePanel, sites: ArraySites) -> np.ndarray:
 
 @dataclass
 class Alignment:
-    """Target records matched to panel records."""
+    """Target records matched to panel records, alleles in the panel's coding."""
 
     panel_rows: np.ndarray  # (T,) panel record of each matched target record, increasing
     target_rows: np.ndarray  # (T,) the matched target record
-    haplotypes: np.ndarray  # (T, 2S) uint8 target alleles at panel_rows
+    haplotypes: np.ndarray  # (T, 2S) int8 target alleles at panel_rows: 0/1, MISSING or ABSENT
     contigs: list  # panel contig indices the target covers
-    unmatched_rows: np.ndarray  # target records absent from the panel (passed through)
+    unmatched_rows: np.ndarray  # target records not used (absent, mismatched, ...): passed through
+    decisions: list  # every harmonisation decision (genimpute.harmonise.SiteDecision), target order
+    phased: bool  # every heterozygous call at the matched records is phased
 
     def alleles_at(self, rows: np.ndarray) -> np.ndarray:
         """(len(rows), 2S) target alleles at matched panel records `rows`."""
         return self.haplotypes[np.searchsorted(self.panel_rows, rows)]  # panel_rows is sorted, unique
 
+    def haploid(self) -> np.ndarray:
+        """(T, S) bool: the sample's call at the matched record is haploid."""
+        return self.haplotypes[:, 1::2] == ABSENT
 
-def align_target(panel: ReferencePanel, target: TargetData, source: str = "target") -> Alignment:
-    """Match target records to the panel by CHROM:POS:REF:ALT."""
+
+# shares of the target's records at which alignment stops, as a sign of a
+# different genome build or allele coding rather than a few odd sites
+MAX_ABSENT_SHARE = 0.5  # of records inside the panel's span: positions the panel lacks
+MAX_MISMATCH_SHARE = 0.1  # of records at panel positions: alleles that cannot be reconciled
+_MIN_RECORDS_FOR_SHARES = 20
+
+
+def align_target(panel: ReferencePanel, target: TargetData, source: str = "target",
+                 audit: str | Path | None = None) -> Alignment:
+    """Match target records to panel records and recode their alleles into
+    the panel's (see genimpute.harmonise); stop when the mismatch suggests a
+    genome-build or strand problem rather than a few odd sites. `audit`: a
+    TSV file for every site's decision, written before any such stop."""
     keys = [normalise_contig(c) for c in panel.contig_names]
-    index = {
-        (keys[ci], int(pos), ref.upper(), alt.upper()): i
-        for i, (ci, pos, ref, alt) in enumerate(zip(panel.contig_index, panel.positions, panel.refs, panel.alts))
-    }
     target_keys = {normalise_contig(c) for c in target.records.contigs}
     if not target_keys & set(keys):
         raise PanelMismatchError(
             f"{source}: expected contigs present in the panel ({', '.join(panel.contig_names)}); "
             f"found {', '.join(sorted(set(target.records.contigs)))}"
         )
-    matched = []
-    unmatched = []
-    for t, (contig, pos, ref, alt) in enumerate(
-        zip(target.records.contigs, target.records.positions, target.records.refs, target.records.alts)
-    ):
-        p = index.get((normalise_contig(contig), int(pos), ref.upper(), alt.upper()))
-        if p is None:
-            unmatched.append(t)
-        else:
-            matched.append((p, t))
+    decisions = harmonise(panel, target)
+    if audit is not None:
+        write_audit(audit, decisions, panel, target)
+    _check_overlap(panel, target, decisions, source)
+    matched = sorted((d.panel_row, d.target_row, i) for i, d in enumerate(decisions) if d.used)
+    used_targets = {d.target_row for d in decisions if d.used}
+    unmatched = [t for t in range(len(target.records)) if t not in used_targets]
+    counts = summarise(decisions)
+    log.info("%s: %d of %d records used as evidence (%s); %d passed through unimputed", source, len(matched),
+             len(target.records), ", ".join(f"{n} {k}" for k, n in sorted(counts.items())), len(unmatched))
     if not matched:
         raise PanelMismatchError(
             f"{source}: expected records matching panel records by CHROM:POS:REF:ALT; found none "
             f"of {len(target.records)} (genome build or allele coding differs?)"
         )
-    matched.sort()
-    panel_rows = np.asarray([p for p, _ in matched], dtype=np.int64)
-    target_rows = np.asarray([t for _, t in matched], dtype=np.int64)
-    if len(np.unique(panel_rows)) != len(panel_rows):
-        dup = panel_rows[np.nonzero(np.diff(panel_rows) == 0)[0][0]]
-        raise PanelMismatchError(
-            f"{source}: expected one record per site; found duplicates of "
-            f"{panel.contig_names[panel.contig_index[dup]]}:{panel.positions[dup]}"
-        )
-    unphased = target_rows[~target.phased[target_rows]]
-    if len(unphased):
-        t = unphased[0]
-        raise PanelMismatchError(
-            f"{source} record {t + 1} ({target.records.contigs[t]}:{target.records.positions[t]}): "
-            f"expected phased genotypes; found unphased heterozygous calls at {len(unphased)} "
-            "records (phase first, e.g. with Beagle or shapeit4)"
-        )
-    log.info(
-        "%s: %d of %d records match the panel; %d passed through unimputed",
-        source, len(matched), len(target.records), len(unmatched),
-    )
+    haplotypes = np.stack([recode(target.alleles[t], decisions[i]) for _, t, i in matched])
+    target_rows = np.asarray([t for _, t, _ in matched], dtype=np.int64)
+    panel_rows = np.asarray([p for p, _, _ in matched], dtype=np.int64)
     return Alignment(
         panel_rows=panel_rows,
         target_rows=target_rows,
-        haplotypes=target.alleles[target_rows].astype(np.uint8),
+        haplotypes=haplotypes,
         contigs=sorted({int(panel.contig_index[p]) for p in panel_rows}),
         unmatched_rows=np.asarray(unmatched, dtype=np.int64),
+        decisions=decisions,
+        phased=bool(target.phased[np.unique(target_rows)].all()),
     )
+
+
+def _check_overlap(panel: ReferencePanel, target: TargetData, decisions: list, source: str) -> None:
+    """Stop when most target positions inside the panel's span are missing
+    from the panel (another genome build) or too many alleles disagree."""
+    span = {}
+    for i, name in enumerate(panel.contig_names):
+        on_contig = panel.positions[panel.contig_index == i]
+        span[normalise_contig(name)] = (on_contig.min(), on_contig.max())
+
+    def inside_span(t):
+        lo, hi = span.get(normalise_contig(target.records.contigs[t]), (1, 0))
+        return lo <= target.records.positions[t] <= hi
+
+    inside = sum(inside_span(t) for t in range(len(target.records)))
+    absent = sum(1 for d in decisions if d.decision == NOT_IN_PANEL and inside_span(d.target_row))
+    if inside >= _MIN_RECORDS_FOR_SHARES and absent > MAX_ABSENT_SHARE * inside:
+        raise PanelMismatchError(
+            f"{source}: {absent} of {inside} target records inside the panel's span are at positions the panel lacks: "
+            "expected most to be shared; is the target on another genome build than the panel (GRCh37 vs GRCh38)?"
+        )
+    at_panel = {d.target_row for d in decisions if d.decision != NOT_IN_PANEL}
+    mismatched = sum(1 for d in decisions if d.decision == ALLELE_MISMATCH)
+    if len(at_panel) >= _MIN_RECORDS_FOR_SHARES and mismatched > MAX_MISMATCH_SHARE * len(at_panel):
+        raise PanelMismatchError(
+            f"{source}: the alleles of {mismatched} of {len(at_panel)} target records at panel positions match "
+            "neither the panel's nor their swap or strand complement: expected at most "
+            f"{MAX_MISMATCH_SHARE:.0%}; is the target on another genome build or strand convention? "
+            "(--report lists every site)"
+        )
+
+
+# A target sample whose genotypes agree with a panel sample's at this share
+# of the typed sites where either carries an alt allele, over at least
+# _MIN_SITES_FOR_IDENTITY such sites, is the same person. Unrelated 1000
+# Genomes samples agree at about 45-60% of 700-900 such Omni2.5 sites of 2 Mb;
+# over fewer than ~100 sites, haplotypes shared in LD make strangers look alike.
+IDENTITY_CONCORDANCE = 0.98
+_MIN_SITES_FOR_IDENTITY = 100
+
+
+def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list) -> np.ndarray:
+    """(S,) index of the panel sample each target sample is (by name, or by
+    genotypes identical at the typed sites, for a renamed sample), -1 for none."""
+    by_name = {name: i for i, name in enumerate(panel.samples)}
+    found = np.array([by_name.get(name, -1) for name in target_samples], dtype=np.int64)
+    target = aln.haplotypes.astype(np.int16)
+    called = (target[:, 0::2] >= 0) & (target[:, 1::2] >= 0)  # (T, S) diploid calls
+    target_dosage = np.where(called, target[:, 0::2] + target[:, 1::2], -1)
+    panel_haps = panel.haplotypes(aln.panel_rows).astype(np.int16)
+    panel_dosage = panel_haps[:, 0::2] + panel_haps[:, 1::2]  # (T, N)
+
+    def pairs(a, b):  # (S, N) count of sites where both hold
+        return a.T.astype(np.float32) @ b.astype(np.float32)
+
+    # sites where either carries an alt allele, and where both agree on it
+    target_alt, panel_alt = target_dosage > 0, panel_dosage > 0
+    informative = pairs(target_alt, np.ones_like(panel_alt)) + pairs(called, panel_alt) - pairs(target_alt, panel_alt)
+    agree = pairs(target_dosage == 1, panel_dosage == 1) + pairs(target_dosage == 2, panel_dosage == 2)
+    identical = (informative >= _MIN_SITES_FOR_IDENTITY) & (agree >= IDENTITY_CONCORDANCE * informative)
+    for s in np.nonzero((found < 0) & identical.any(axis=1))[0]:
+        found[s] = int(np.argmax(np.where(identical[s], agree, -1)))
+    return found

@@ -268,16 +268,20 @@ def test_align_target_phased(panel):
     mask = array_typed_mask(panel, read_array_list(ARRAY))
     assert aln.panel_rows.tolist() == np.nonzero(mask)[0].tolist()
     # haplotypes are the target's own alleles, not the panel's
-    assert aln.haplotypes.dtype == np.uint8 and aln.haplotypes.shape == (72, 20)
+    assert aln.haplotypes.dtype == np.int8 and aln.haplotypes.shape == (72, 20)
     np.testing.assert_array_equal(aln.haplotypes, target.alleles[aln.target_rows])
     truth = read_target(TARGET_TRUTH)  # truth has one record per panel record
     np.testing.assert_array_equal(aln.haplotypes, truth.alleles[aln.panel_rows])
 
 
-def test_align_target_unphased(panel):
-    with pytest.raises(PanelMismatchError, match="phased") as info:
-        align_target(panel, read_target(TARGET_UNPHASED), source="chip.vcf")
-    assert "chip.vcf" in str(info.value)
+def test_align_target_unphased_is_flagged_for_phasing(panel):
+    unphased = align_target(panel, read_target(TARGET_UNPHASED), source="chip.vcf")
+    phased = align_target(panel, read_target(TARGET_PHASED))
+    assert not unphased.phased and phased.phased
+    np.testing.assert_array_equal(unphased.panel_rows, phased.panel_rows)
+    # the same genotypes, whatever the order of the alleles
+    np.testing.assert_array_equal(unphased.haplotypes[:, 0::2] + unphased.haplotypes[:, 1::2],
+                                  phased.haplotypes[:, 0::2] + phased.haplotypes[:, 1::2])
 
 
 def _target_lines(contig: str | None = None) -> list[str]:
@@ -319,7 +323,7 @@ def test_align_target_unmatched_records_pass_through(panel, tmp_path):
     n_samples = len(body[0]) - 9
     # 1. a record whose ALT differs from the panel's
     body[3][4] = "A" if body[3][4] != "A" and body[3][3] != "A" else "C"
-    # 2. a multi-allelic record
+    # 2. a multi-allelic record: its first ALT is the panel's, so it is used, as the split record
     body[10][4] = body[10][4] + ",N"
     # 3. a record at a position with no panel record; unphased hets there are not an error
     new_pos = next(p for p in range(int(body[20][1]) + 1, int(body[21][1])) if p not in panel_positions)
@@ -328,11 +332,13 @@ def test_align_target_unmatched_records_pass_through(panel, tmp_path):
     target = read_target(path)
     assert len(target.records) == 73
     aln = align_target(panel, target)
-    assert aln.unmatched_rows.tolist() == [3, 10, 21]
-    assert len(aln.panel_rows) == 70
-    assert sorted(set(aln.target_rows.tolist()) | {3, 10, 21}) == list(range(73))
+    assert aln.unmatched_rows.tolist() == [3, 21]
+    assert len(aln.panel_rows) == 71
+    assert sorted(set(aln.target_rows.tolist()) | {3, 21}) == list(range(73))
     assert np.all(np.diff(aln.panel_rows) > 0)
     np.testing.assert_array_equal(aln.haplotypes, target.alleles[aln.target_rows])
+    decisions = {d.target_row: d.decision for d in aln.decisions}
+    assert (decisions[3], decisions[10], decisions[21]) == ("allele-mismatch", "split", "not-in-panel")
 
 
 def test_align_target_without_shared_records(panel, tmp_path):
@@ -341,7 +347,7 @@ def test_align_target_without_shared_records(panel, tmp_path):
         for f in (line.split("\t") for line in _target_lines())
     ]
     target = read_target(_write(tmp_path / "none.vcf", lines))
-    with pytest.raises(PanelMismatchError, match="CHROM:POS:REF:ALT"):
+    with pytest.raises(PanelMismatchError, match="72 of 72 .* match neither"):
         align_target(panel, target)
 
 
@@ -350,5 +356,7 @@ def test_align_target_duplicate_records(panel, tmp_path):
     first = next(i for i, line in enumerate(lines) if not line.startswith("#"))
     lines.insert(first + 1, lines[first])
     target = read_target(_write(tmp_path / "dup.vcf", lines))
-    with pytest.raises(PanelMismatchError, match="duplicates"):
-        align_target(panel, target)
+    aln = align_target(panel, target)
+    # the first copy is evidence; the second is passed through, as written
+    assert aln.unmatched_rows.tolist() == [1] and aln.target_rows[0] == 0
+    assert [d.decision for d in aln.decisions[:2]] == ["match", "duplicate"]
