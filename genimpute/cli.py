@@ -13,6 +13,7 @@ from genimpute import __version__
 from genimpute.config import (
     BENCHMARK_TOOLS,
     DEFAULT_VALIDATION_FRACTION,
+    PHASERS,
     ImputeConfig,
     RunConfig,
     WindowConfig,
@@ -127,9 +128,14 @@ def _checked_config(build) -> RunConfig:
 @click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True, help="Fraction of typed sites hidden by --validate.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
 @click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based, inclusive); see `genimpute chunks`.")
+@click.option("--phaser", type=click.Choice(["auto", *PHASERS, "none"]), default="auto", show_default=True,
+              help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH; none: refuse unphased input).")
+@click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
+              help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
 @click.pass_context
-def impute(ctx, target, model_dir, out, batch_size, force, device, validate, validate_fraction, seed, region):
-    """Impute the untyped panel variants of a phased TARGET VCF."""
+def impute(ctx, target, model_dir, out, batch_size, force, device, validate, validate_fraction, seed, region, phaser, audit):
+    """Impute the untyped panel variants of a TARGET VCF (phased, or phased
+    here first)."""
     from genimpute.impute import impute as run_impute
     from genimpute.modeldir import default_model_dir
     from genimpute.regions import parse_region
@@ -146,7 +152,7 @@ def impute(ctx, target, model_dir, out, batch_size, force, device, validate, val
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
     summary = _run(run_impute, target, model_dir, out, _run(pick_device, device), batch_size=batch_size,
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
-                   seed=seed, region=region)
+                   seed=seed, region=region, phaser=None if phaser == "none" else phaser, audit=audit)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples, {summary['seconds']} s")
     if summary["validation"]:

@@ -47,6 +47,7 @@ class TrainConfig:
     anneal_steps: int = 2000
     mask_rate: float = 0.10  # share of context cells hidden for reconstruction
     mask_span: int = 8  # hidden cells come in runs of this many variants
+    query_missing_rate: float = 0.02  # share of the query's typed cells hidden, as missing calls are
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ class RunConfig:
 # Cell tokens shared by the windowing code and every backbone.
 REF, ALT, MASKED = 0, 1, 2
 N_TOKENS = 3
+
+# external phasers `genimpute impute` can phase an unphased target with, in order of preference
+PHASERS = ("beagle", "shapeit4")
 
 # tools `genimpute benchmark` knows how to run, in report order
 BENCHMARK_TOOLS = ("genimpute", "beagle", "minimac4")

@@ -3,6 +3,7 @@ through the model, records written in order as soon as they are known."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -16,11 +17,11 @@ from tqdm import tqdm
 from genimpute import __version__
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
-from genimpute.io.vcf_reader import TargetData, read_target
+from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 from genimpute.modeldir import load_model_dir
-from genimpute.panel import Alignment, ReferencePanel, align_target
-from genimpute.predict import window_probabilities
+from genimpute.panel import Alignment, ReferencePanel, align_target, samples_in_panel
+from genimpute.predict import target_window_probabilities
 from genimpute.regions import Region
 from genimpute.validation import validate
 from genimpute.windows import plan_windows
@@ -39,31 +40,65 @@ class _Contig:
 
 
 class _RecordFormatter:
-    """Builds output lines for typed, imputed and passed-through records."""
+    """Builds output lines for typed, imputed and passed-through records.
+    `filled`: P(alt) of every target haplotype at typed records with missing
+    calls, by panel record."""
 
-    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment):
-        self.panel, self.target, self.aln = panel, target, aln
+    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict):
+        self.panel, self.target, self.aln, self.filled = panel, target, aln, filled
+        haploid = aln.haploid()
+        self.haploid = haploid if haploid.any() else None
+        self.typed_positions = panel.positions[aln.panel_rows]
+        self.typed_contigs = panel.contig_index[aln.panel_rows]
 
     def _panel_fixed(self, rows, contig_name):
         p = self.panel
         return [[contig_name, str(p.positions[r]), p.ids[r], p.refs[r], p.alts[r]] for r in rows]
 
     def typed(self, writer, rows, contig_name):
-        haps = self.aln.alleles_at(np.asarray(rows)).astype(np.float32)  # (V, 2S)
-        af = haps.mean(axis=1)
-        info = [f"AF={a:.4g}" for a in af]
-        writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP", genotype_columns(haps[:, 0::2], haps[:, 1::2]))
+        alleles = self.aln.alleles_at(np.asarray(rows))  # (V, 2S)
+        probs = alleles.astype(np.float32)
+        missing = alleles == MISSING
+        for i in np.nonzero(missing.any(axis=1))[0]:
+            probs[i, missing[i]] = self.filled[rows[i]][missing[i]]
+        present = alleles != ABSENT
+        af = (probs * present).sum(axis=1) / present.sum(axis=1)
+        missing_calls = (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
+        info = [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") for a, n in zip(af, missing_calls)]
+        writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP",
+                             genotype_columns(probs[:, 0::2], probs[:, 1::2], ~present[:, 1::2]))
 
     def imputed(self, writer, rows, probs, contig_name):
-        af, r2 = dosage_r2(probs)
+        haploid = self._haploid_near(np.asarray(rows))
+        present = None if haploid is None else np.repeat(~haploid, 2, axis=1) | (np.arange(probs.shape[1]) % 2 == 0)
+        af, r2 = dosage_r2(probs, present)
         info = [f"AF={a:.4g};DR2={d:.3f};IMP" for a, d in zip(af, r2)]
-        writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP", genotype_columns(probs[:, 0::2], probs[:, 1::2]))
+        writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP",
+                             genotype_columns(probs[:, 0::2], probs[:, 1::2], haploid))
+
+    def _haploid_near(self, rows: np.ndarray) -> np.ndarray | None:
+        """(V, S) ploidy of each sample at untyped records: as at the nearest
+        typed record of the contig (so chrX follows the pseudo-autosomal
+        boundaries of the target's own calls); None when every call is diploid."""
+        if self.haploid is None:
+            return None
+        right = np.clip(np.searchsorted(self.aln.panel_rows, rows), 0, len(self.aln.panel_rows) - 1)
+        left = np.clip(right - 1, 0, None)
+
+        def distance(i):
+            d = np.abs(self.typed_positions[i] - self.panel.positions[rows]).astype(np.float64)
+            return np.where(self.typed_contigs[i] == self.panel.contig_index[rows], d, np.inf)
+
+        nearest = np.where(distance(left) <= distance(right), left, right)
+        return self.haploid[nearest]
 
     def passed(self, writer, rows):
         t = self.target
         fixed = [[t.records.contigs[r], str(t.records.positions[r]), t.records.ids[r], t.records.refs[r], t.records.alts[r]] for r in rows]
-        alleles = t.alleles[rows].astype(str).astype(object)
-        columns = alleles[:, 0::2] + "|" + alleles[:, 1::2]
+        alleles = t.alleles[rows]
+        text = np.where(alleles == MISSING, ".", alleles.astype(str)).astype(object)
+        separator = np.where(t.phased[rows], "|", "/").astype(object)[:, None]
+        columns = np.where(alleles[:, 1::2] == ABSENT, text[:, 0::2], text[:, 0::2] + separator + text[:, 1::2])
         writer.write_records(fixed, ["."] * len(rows), "GT", columns)
 
 
@@ -112,6 +147,63 @@ def _write_events(writer, fmt: _RecordFormatter, events, probs_by_row: dict, con
         start = end
 
 
+def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, source) -> Alignment:
+    """Phase an unphased target's matched records against the panel with an
+    external phaser (see genimpute.phasing), contig by contig."""
+    from genimpute.phasing import find_phaser, phase_haplotypes
+
+    if phaser is None:
+        raise InputError(f"{source}: expected phased genotypes; found unphased heterozygous calls "
+                         "(phase first, or let genimpute phase with --phaser auto|beagle|shapeit4)")
+    tool = find_phaser(phaser)
+    log.info("%s is unphased: phasing %d records against the panel with %s", source, len(aln.panel_rows), tool)
+    phased = aln.haplotypes.copy()
+    contig_of = panel.contig_index[aln.panel_rows]
+    for contig in np.unique(contig_of):
+        on_contig = contig_of == contig
+        rows = aln.panel_rows[on_contig]
+        phased[on_contig] = phase_haplotypes(
+            tool, aln.haplotypes[on_contig], panel.haplotypes(rows), panel.contig_names[contig], panel.positions[rows],
+            [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples, panel.samples)
+    return dataclasses.replace(aln, haplotypes=phased, phased=True)
+
+
+def _context_exclusions(panel: ReferencePanel, aln: Alignment, target: TargetData) -> np.ndarray | None:
+    """(2S, H) bool: the panel haplotypes of target samples that are in the
+    panel, which would hand their own truth to them; None when there are none."""
+    in_panel = samples_in_panel(panel, aln, target.samples)
+    if not (in_panel >= 0).any():
+        return None
+    shared = [f"{target.samples[s]} (= panel {panel.samples[p]})" for s, p in enumerate(in_panel) if p >= 0]
+    log.warning("%d target samples are in the reference panel: %s; their own panel haplotypes are left out of "
+                "their context", len(shared), ", ".join(shared[:5]) + (" ..." if len(shared) > 5 else ""))
+    exclude = np.zeros((2 * len(target.samples), panel.n_haplotypes), dtype=bool)
+    for s, p in enumerate(in_panel):
+        if p >= 0:
+            exclude[2 * s: 2 * s + 2, 2 * p: 2 * p + 2] = True
+    return exclude
+
+
+def _fill_missing(model, panel, aln, typed_mask, wcfg, batch_size, device, exclude, eligible) -> dict:
+    """P(alt) (2S,) of every target haplotype at each typed record (among
+    `eligible` ones) where some call is missing, by panel record: imputed
+    like an untyped record, from the other typed records around it."""
+    has_missing = np.zeros(len(panel), dtype=bool)
+    has_missing[aln.panel_rows[(aln.haplotypes == MISSING).any(axis=1)]] = True
+    has_missing &= eligible
+    if not has_missing.any():
+        return {}
+    # small blocks, so that taking a block out of its own evidence costs little
+    windows = plan_windows(panel.contig_index, panel.positions, typed_mask, max(1, wcfg.typed // 10), wcfg.typed,
+                           aln.contigs, predict_mask=has_missing)
+    log.info("%d typed records have missing calls: imputing them in %d windows", has_missing.sum(), len(windows))
+    filled = {}
+    for window in windows:
+        probs = target_window_probabilities(model, window, panel, aln, wcfg.context, batch_size, device, exclude)
+        filled.update(zip(window.predicted.tolist(), probs))
+    return filled
+
+
 def impute(
     target_path: str | Path,
     model_dir: str | Path,
@@ -123,8 +215,16 @@ def impute(
     validate_fraction: float | None = None,
     seed: int = 1,
     region: Region | None = None,
+    phaser: str | None = "auto",
+    audit: str | Path | None = None,
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
+
+    Target alleles are harmonised to the panel's (swaps, strand flips; see
+    genimpute.harmonise; `audit` gets a TSV of every site's decision); an
+    unphased target is phased first with `phaser` (None: refuse); missing
+    calls at typed records are imputed too; target samples found in the
+    panel do not see their own haplotypes as context.
 
     With `region`, write only the records inside it. Windows are still
     planned over the whole contig, so a region's records get exactly the
@@ -139,10 +239,12 @@ def impute(
     model = loaded.model.to(device)
     panel, wcfg = loaded.panel, loaded.config.window
     target = read_target(target_path)
-    aln = align_target(panel, target, source=str(target_path))
+    aln = align_target(panel, target, source=str(target_path), audit=audit)
+    if not aln.phased:
+        aln = _phase(aln, panel, target, phaser, target_path)
+    exclude = _context_exclusions(panel, aln, target)
     typed_mask = np.zeros(len(panel), dtype=bool)
     typed_mask[aln.panel_rows] = True
-    fmt = _RecordFormatter(panel, target, aln)
     header_contigs = contigs = _contigs_in_target_order(panel, target, aln)
     in_region = np.ones(len(panel), dtype=bool)
     if region is not None:
@@ -170,10 +272,12 @@ def impute(
     validation = None
     if validate_fraction is not None:
         validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, batch_size, device,
-                              eligible=in_region)
+                              eligible=in_region, exclude=exclude)
         meta["genimputeValidation"] = validation.header_value()
         log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
+    filled = _fill_missing(model, panel, aln, typed_mask, wcfg, batch_size, device, exclude, in_region)
+    fmt = _RecordFormatter(panel, target, aln, filled)
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
     log_every = max(1, n_windows // 10)
     n_imputed = n_done = 0
@@ -187,9 +291,7 @@ def impute(
             done = 0
             for window in windows_by_contig.get(contig.key, []):
                 n_done += 1
-                haps = panel.haplotypes(window.columns)
-                query_typed = aln.alleles_at(window.columns[window.typed]).T
-                probs = window_probabilities(model, window, haps, query_typed, wcfg.context, batch_size, device)
+                probs = target_window_probabilities(model, window, panel, aln, wcfg.context, batch_size, device, exclude)
                 predicted = window.predicted
                 written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
                 upto = position_of_event[int(written[-1])] + 1
@@ -206,6 +308,8 @@ def impute(
         "typed_sites": len(aln.panel_rows),
         "imputed_records": n_imputed,
         "passed_through": len(aln.unmatched_rows),
+        "missing_calls_imputed": int(sum((aln.alleles_at(np.array([r])) == MISSING).sum() for r in filled)),
+        "samples_in_panel": 0 if exclude is None else int(exclude.any(axis=1).sum() // 2),
         "records_written": writer.records,
         "windows": n_windows,
         "seconds": round(time.monotonic() - started, 2),

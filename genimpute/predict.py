@@ -17,22 +17,34 @@ def window_probabilities(
     k: int,
     batch_size: int,
     device: torch.device,
+    exclude: np.ndarray | None = None,
 ) -> np.ndarray:
     """(U, Q) P(alt) at the window's predicted records for Q query haplotypes.
 
     window_haps: (M, H) panel alleles at the window's columns
-    query_typed: (Q, t) query alleles at the window's typed columns
+    query_typed: (Q, t) query alleles at the window's typed columns, negative for missing calls
+    exclude:     (Q, H) bool, panel haplotypes a query may not have as context
     """
     typed_haps = window_haps[window.typed].T  # (H, t)
-    k = min(k, typed_haps.shape[0])
-    queries = np.zeros((len(query_typed), len(window.typed)), dtype=np.uint8)
+    k = min(k, typed_haps.shape[0] - (0 if exclude is None else int(exclude.sum(axis=1).max())))
+    queries = np.zeros((len(query_typed), len(window.typed)), dtype=np.int8)
     queries[:, window.typed] = query_typed
     typed = torch.from_numpy(window.typed).to(device)
     out = np.empty((int((~window.typed).sum()), len(queries)), dtype=np.float32)
     for start in range(0, len(queries), batch_size):
         part = slice(start, start + batch_size)
-        context = nearest_haplotypes(query_typed[part], typed_haps, k)
+        context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part])
         tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
         logits = model(tokens, typed)[:, 0][:, ~typed]  # (B, U)
         out[:, part] = torch.sigmoid(logits.float()).T.cpu().numpy()
     return out
+
+
+def target_window_probabilities(model, window: Window, panel, aln, k: int, batch_size: int, device: torch.device,
+                                exclude: np.ndarray | None = None) -> np.ndarray:
+    """(U, 2S) P(alt) at the window's predicted records for every target
+    haplotype, from its alleles at the window's typed records.
+    panel: genimpute.panel.ReferencePanel; aln: its genimpute.panel.Alignment."""
+    haps = panel.haplotypes(window.columns)
+    query_typed = aln.alleles_at(window.columns[window.typed]).T
+    return window_probabilities(model, window, haps, query_typed, k, batch_size, device, exclude)

@@ -91,23 +91,27 @@ class TrainingSet:
         start = rng.integers(0, max(1, len(untyped) - n_untyped + 1))
         return window_for_block(untyped[start: start + n_untyped], typed, self.panel.positions, n_typed, c)
 
-    def batch(self, window: Window, queries: np.ndarray, k: int, rng, mask_rate: float, mask_span: int) -> Batch:
+    def batch(self, window: Window, queries: np.ndarray, k: int, rng, mask_rate: float, mask_span: int,
+              missing_rate: float = 0.0) -> Batch:
         haps = self.panel.haplotypes(window.columns)  # (M, H)
         typed_haps = haps[window.typed].T  # (H, t)
+        query_alleles = haps.T[queries]  # (B, M)
+        # some typed cells of the query are hidden, as missing calls are at imputation
+        missing = (rng.random(query_alleles.shape) < missing_rate) & window.typed
+        seen = np.where(missing, -1, query_alleles.astype(np.int8))
         # a query never sees its own sample nor validation samples
         exclude = np.broadcast_to(self.is_val, (len(queries), len(self.is_val))).copy()
         rows = np.arange(len(queries))
         exclude[rows, queries] = exclude[rows, queries ^ 1] = True
         k = min(k, len(self.train_haps) - 2)
-        context = nearest_haplotypes(typed_haps[queries], typed_haps, k, exclude)
-        query_alleles = haps.T[queries]  # (B, M)
-        tokens = assemble_rows(haps, query_alleles, context, window.typed)
+        context = nearest_haplotypes(seen[:, window.typed], typed_haps, k, exclude)
+        tokens = assemble_rows(haps, seen, context, window.typed)
         alleles = np.concatenate([query_alleles[:, None], haps.T[context]], axis=1)
         masked = span_mask(rng, tokens.shape, mask_rate, mask_span)
         masked[:, 0] = False
         tokens[masked] = MASKED
         query_cells = np.zeros(tokens.shape, bool)
-        query_cells[:, 0] = ~window.typed
+        query_cells[:, 0] = ~window.typed | missing
         return Batch(
             tokens=torch.from_numpy(tokens),
             typed=torch.from_numpy(window.typed),
@@ -271,7 +275,7 @@ def train(
             rng = np.random.default_rng([cfg.seed, step])
             window = ts.random_window(rng, w.untyped, w.typed)
             queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
-            full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span)
+            full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span, cfg.query_missing_rate)
             n_query, n_masked = int(full.query_cells.sum()), int(full.masked_cells.sum())
             batch = full.rows(dist.rows()).to(device)
             query_sum, recon_sum = loss_sums(net(batch.tokens, batch.typed), batch)

@@ -17,7 +17,7 @@ import torch
 from genimpute.config import WindowConfig
 from genimpute.errors import InputError
 from genimpute.panel import Alignment, ReferencePanel
-from genimpute.predict import window_probabilities
+from genimpute.predict import target_window_probabilities
 from genimpute.windows import Window, plan_windows
 
 
@@ -78,20 +78,22 @@ def validate(
     batch_size: int,
     device: torch.device,
     eligible: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
 ) -> ValidationResult:
-    """Hide typed sites (among `eligible` records), impute them, score."""
+    """Hide typed sites (among `eligible` records), impute them, score the
+    diploid calls the target has there. `exclude`: (2S, H) panel haplotypes
+    each target haplotype may not have as context."""
     masked = choose_masked(panel, typed_mask, fraction, seed, eligible)
     if not masked.any():
         raise InputError("--validate: expected typed sites to hide (at least two typed sites on a contig); found none")
     dosages, best_guesses, observed = [], [], []
     for window in validation_windows(panel, typed_mask, masked, wcfg, fraction):
-        haps = panel.haplotypes(window.columns)
-        query_typed = aln.alleles_at(window.columns[window.typed]).T
-        probs = window_probabilities(model, window, haps, query_typed, wcfg.context, batch_size, device)  # (u, 2S)
-        truth = aln.alleles_at(window.predicted).astype(np.float64)
-        dosages.append(probs[:, 0::2] + probs[:, 1::2])
-        best_guesses.append((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))  # as the output GT
-        observed.append(truth[:, 0::2] + truth[:, 1::2])
+        probs = target_window_probabilities(model, window, panel, aln, wcfg.context, batch_size, device, exclude)  # (u, 2S)
+        truth = aln.alleles_at(window.predicted)
+        called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)  # missing and haploid calls are not scored
+        dosages.append((probs[:, 0::2] + probs[:, 1::2])[called])
+        best_guesses.append(((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))[called])  # as the output GT
+        observed.append((truth[:, 0::2] + truth[:, 1::2])[called].astype(np.float64))
     x, y = np.concatenate(dosages).ravel(), np.concatenate(observed).ravel()
     r2 = float(np.corrcoef(x, y)[0, 1] ** 2) if x.std() > 0 and y.std() > 0 else float("nan")
     concordance = float((np.concatenate(best_guesses).ravel() == y).mean())

@@ -66,8 +66,8 @@ def plan_windows(
 ) -> list[Window]:
     """Tile the records to predict of each contig (all contigs by default)
     into windows of `n_untyped`, in record order. Records to predict are
-    those not typed unless `predict_mask` names them (it must not overlap
-    `typed_mask`)."""
+    those not typed unless `predict_mask` names them; a typed record named
+    there is left out of the evidence of the window that predicts it."""
     if contigs is None:
         contigs = list(np.unique(contig_index))
     windows = []
@@ -80,7 +80,11 @@ def plan_windows(
         if len(typed) == 0:
             raise ValueError(f"contig #{contig} has untyped records but no typed record")
         for s in range(0, len(untyped), n_untyped):
-            windows.append(window_for_block(untyped[s: s + n_untyped], typed, positions, n_typed, int(contig)))
+            block = untyped[s: s + n_untyped]
+            evidence = typed if predict_mask is None else np.setdiff1d(typed, block, assume_unique=True)
+            if len(evidence) == 0:
+                raise ValueError(f"contig #{contig} has no typed record to predict records {block[:3]}... from")
+            windows.append(window_for_block(block, evidence, positions, n_typed, int(contig)))
     return windows
 
 
@@ -88,20 +92,23 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
     """(B, k) indices of the k panel haplotypes nearest to each query by L1
     (Hamming) distance, nearest first, ties to the lower index.
 
-    queries: (B, t) 0/1 alleles at the window's typed sites
+    queries: (B, t) 0/1 alleles at the window's typed sites; negative codes
+             (missing calls) are left out of that query's distances
     panel:   (H, t) 0/1 alleles of the panel haplotypes at the same sites
     exclude: (B, H) bool, haplotypes a query may not use (its own sample)
     """
-    n_hap, t = panel.shape
+    n_hap = len(panel)
     if len(queries) == 0:
         return np.empty((0, k), dtype=np.int64)
     available = n_hap - (0 if exclude is None else int(exclude.sum(axis=1).max()))
     if not 1 <= k <= available:
         raise ValueError(f"context size k={k} must be between 1 and the {available} haplotypes available")
-    # for +-1 codes, q.h = t - 2 * hamming; float32 matmul is exact at these sizes
-    q = queries.astype(np.float32) * 2 - 1
+    # for +-1 codes (0 where the query has no call), q.h = observed - 2 * hamming;
+    # float32 matmul is exact at these sizes
+    observed = queries >= 0
+    q = np.where(observed, queries.astype(np.float32) * 2 - 1, 0)
     h = panel.astype(np.float32) * 2 - 1
-    hamming = np.rint((t - q @ h.T) / 2).astype(np.int64)  # (B, H)
+    hamming = np.rint((observed.sum(axis=1, keepdims=True) - q @ h.T) / 2).astype(np.int64)  # (B, H)
     key = hamming * n_hap + np.arange(n_hap)  # unique keys make the order total
     if exclude is not None:
         key[exclude] = np.iinfo(np.int64).max
@@ -111,13 +118,13 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
 
 def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndarray, typed: np.ndarray) -> np.ndarray:
     """(B, 1 + k, M) int64 cell tokens: row 0 the query with its untyped
-    cells MASKED, rows 1..k its context haplotypes.
+    cells and missing calls MASKED, rows 1..k its context haplotypes.
 
     window_haps: (M, H) panel alleles of the window's columns
-    queries:     (B, M) query alleles (untyped cells may hold anything)
+    queries:     (B, M) query alleles, negative for missing calls (untyped cells may hold anything)
     context:     (B, k) panel haplotype indices
     """
     rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int64)
-    rows[:, 0] = np.where(typed, queries, MASKED)
+    rows[:, 0] = np.where(typed & (queries >= 0), queries, MASKED)
     rows[:, 1:] = window_haps.T[context]
     return rows

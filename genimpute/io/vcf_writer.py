@@ -18,6 +18,7 @@ import numpy as np
 from genimpute.errors import InputError
 
 _GT = np.array(["0|0", "0|1", "1|0", "1|1"], dtype=object)
+_HAPLOID_GT = np.array(["0", "1"], dtype=object)
 _RESOLUTION = 1000  # three decimals
 
 
@@ -34,29 +35,42 @@ def _fraction_index(x: np.ndarray) -> np.ndarray:
     return np.rint(x * _RESOLUTION).astype(np.int64)
 
 
-def genotype_columns(p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
-    """(V, S) strings GT:DS:GP from per-haplotype alt probabilities (V, S)."""
+def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None) -> np.ndarray:
+    """(V, S) strings GT:DS:GP from per-haplotype alt probabilities (V, S);
+    where `haploid` (V, S) is set, a haploid call from p1 alone (GT 0 or 1,
+    DS = p1, GP = (1 - p1, p1)) and p2 is ignored."""
     p1, p2 = np.clip(p1, 0, 1), np.clip(p2, 0, 1)  # out-of-range values would wrap the lookup tables
     gt = _GT[2 * (p1 >= 0.5) + (p2 >= 0.5)]
     gp0 = (1 - p1) * (1 - p2)
     gp2 = p1 * p2
     gp1 = 1 - gp0 - gp2
-    return (
+    columns = (
         gt + ":" + _DS[_fraction_index(p1 + p2)] + ":" + _PROB[_fraction_index(gp0)] + ","
         + _PROB[_fraction_index(np.clip(gp1, 0, 1))] + "," + _PROB[_fraction_index(gp2)]
     )
+    if haploid is not None and haploid.any():
+        p = p1[haploid]
+        columns[haploid] = (_HAPLOID_GT[(p >= 0.5).astype(np.int64)] + ":" + _DS[_fraction_index(p)] + ":"
+                            + _PROB[_fraction_index(1 - p)] + "," + _PROB[_fraction_index(p)])
+    return columns
 
 
-def dosage_r2(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(AF, DR2) per variant from haplotype alt probabilities (V, H).
+def dosage_r2(p: np.ndarray, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(AF, DR2) per variant from haplotype alt probabilities (V, H), over
+    the haplotypes `present` (V, H) marks (all by default; a haploid call
+    has one).
 
     DR2 = variance of the haplotype dosages over haplotypes divided by
     AF * (1 - AF): the expected squared correlation between imputed and true
     allele dosage when the probabilities are calibrated (the estimator
     Minimac4 reports as R2). 0 for monomorphic estimates."""
-    af = p.mean(axis=1)
+    if present is None:
+        af, var = p.mean(axis=1), p.var(axis=1)
+    else:
+        n = present.sum(axis=1)
+        af = np.where(present, p, 0).sum(axis=1) / n
+        var = np.where(present, (p - af[:, None]) ** 2, 0).sum(axis=1) / n
     denom = af * (1 - af)
-    var = p.var(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(denom > 1e-12, var / denom, 0.0)
     return af, np.clip(r2, 0.0, 1.0)
@@ -66,6 +80,7 @@ HEADER_LINES = [
     '##INFO=<ID=AF,Number=A,Type=Float,Description="Estimated alternate allele frequency">',
     '##INFO=<ID=DR2,Number=A,Type=Float,Description="Estimated dosage r-squared: variance of haplotype dosages / (AF*(1-AF))">',
     '##INFO=<ID=IMP,Number=0,Type=Flag,Description="Imputed marker">',
+    '##INFO=<ID=IMPMISS,Number=1,Type=Integer,Description="Missing calls of this typed marker filled in by imputation">',
     '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
     '##FORMAT=<ID=DS,Number=A,Type=Float,Description="Estimated alternate allele dosage">',
     '##FORMAT=<ID=GP,Number=G,Type=Float,Description="Estimated genotype probabilities">',

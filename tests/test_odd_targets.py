@@ -1,0 +1,129 @@
+"""Targets as they come from genotyping labs, through `genimpute impute`:
+swapped alleles, missing calls, haploid calls, samples that are also in the
+reference panel. Each either gives the right output (checked against the
+plain run) or stops with a clear message."""
+
+import gzip
+import logging
+import subprocess
+
+import cyvcf2
+import numpy as np
+import pytest
+import vcf_edit
+from cli_helpers import run
+from paths import PANEL, TARGET_PHASED
+
+from genimpute.impute import impute
+from genimpute.io.vcf_reader import read_target
+from genimpute.panel import ReferencePanel, align_target, samples_in_panel
+from genimpute.runtime import pick_device
+
+
+def _records(path) -> list[list[str]]:
+    out = subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def _impute(target, model, out, *extra):
+    run(["-q", "impute", str(target), "--model", str(model), "--out", str(out), *extra])
+    return _records(out)
+
+
+@pytest.fixture(scope="module")
+def plain(trained, tmp_path_factory):
+    return _impute(TARGET_PHASED, trained, tmp_path_factory.mktemp("plain") / "plain.vcf.gz")
+
+
+def test_swapped_alleles_impute_as_the_original(plain, trained, tmp_path):
+    header, records = vcf_edit.read_lines()
+    swapped = [vcf_edit.swap(r) if i % 2 else r for i, r in enumerate(records)]
+    target = vcf_edit.write(tmp_path / "swapped.vcf", header, swapped)
+    audit = tmp_path / "audit.tsv"
+    assert _impute(target, trained, tmp_path / "out.vcf.gz", "--report", str(audit)) == plain
+    assert audit.read_text().count("\tswap\t") == len(records) // 2
+
+
+def test_missing_calls_are_imputed_and_flagged(plain, trained, tmp_path):
+    header, records = vcf_edit.read_lines()
+    rng = np.random.default_rng(3)
+    hidden = set()
+    for i, record in enumerate(records):
+        for s in range(9, len(record)):
+            if rng.random() < 0.05:
+                record[s] = ".|."
+                hidden.add((record[1], s))
+    target = vcf_edit.write(tmp_path / "missing.vcf", header, records)
+    out = _impute(target, trained, tmp_path / "out.vcf.gz")
+    truth = {r[1]: r for r in plain}
+    typed = {r[1] for r in records}
+    filled = 0
+    for record in out:
+        if record[1] not in typed:
+            continue
+        n_hidden = sum((record[1], s) in hidden for s in range(9, len(record)))
+        assert ("IMPMISS=%d" % n_hidden in record[7]) == (n_hidden > 0)
+        for s in range(9, len(record)):
+            gt, ds, _ = record[s].split(":")
+            if (record[1], s) in hidden:
+                assert 0 <= float(ds) <= 2 and "." not in gt
+                filled += 1
+            else:
+                assert record[s] == truth[record[1]][s]  # observed calls pass through unchanged
+    # (how often they are right depends on the model: the tests' tiny one is
+    # barely trained; BENCHMARKS.md measures it with a real one)
+    assert filled == len(hidden)
+
+
+def test_haploid_sample_stays_haploid(plain, trained, tmp_path):
+    header, records = vcf_edit.read_lines()
+    for record in records:
+        record[9] = record[9][0]  # first sample: its first haplotype only, as chrX of a male
+    out = _impute(vcf_edit.write(tmp_path / "haploid.vcf", header, records), trained, tmp_path / "out.vcf.gz")
+    assert len(out) == len(plain)
+    for got, expected in zip(out, plain):
+        gt, ds, gp = got[9].split(":")
+        assert gt in ("0", "1") and 0 <= float(ds) <= 1 and len(gp.split(",")) == 2
+        assert got[10:] == expected[10:]  # the other samples are untouched
+    vcf = cyvcf2.VCF(str(tmp_path / "out.vcf.gz"))
+    assert next(iter(vcf)).genotypes[0][:-1] in ([0], [1])  # htslib reads it as haploid
+
+
+def _panel_samples_as_target(tmp_path, names: dict, sites: set | None = None):
+    """A target made of panel samples (renamed per `names`) at the target
+    slice's sites, or at every panel record whose position is in `sites`."""
+    if sites is None:
+        sites = {r[1] for r in vcf_edit.read_lines()[1]}
+    with gzip.open(PANEL, "rt") as handle:
+        lines = handle.read().splitlines()
+    header = [x for x in lines if x.startswith("##")]
+    columns = lines[len(header)].split("\t")
+    keep = [columns.index(n) for n in names]
+    records = [r[:9] + [r[i] for i in keep] for r in (x.split("\t") for x in lines[len(header) + 1:]) if r[1] in sites]
+    return vcf_edit.write(tmp_path / "from_panel.vcf", header + ["\t".join(columns[:9] + list(names.values()))], records)
+
+
+def test_targets_found_in_the_panel_are_kept_out_of_their_context(trained, tmp_path, caplog):
+    target = _panel_samples_as_target(tmp_path, {"HG00096": "HG00096", "HG00103": "NA99999"})
+    with caplog.at_level(logging.WARNING):
+        summary = impute(target, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)
+    # by name; the renamed one has too few typed sites here to be told from a stranger by genotypes
+    assert summary["samples_in_panel"] == 1
+    assert "HG00096 (= panel HG00096)" in caplog.text
+
+
+def test_renamed_panel_samples_are_found_by_their_genotypes(tmp_path):
+    panel = ReferencePanel.from_vcf(PANEL)
+    every_site = {str(p) for p in panel.positions}
+    target_path = _panel_samples_as_target(tmp_path, {"HG00103": "NA99999", "HG00110": "HG00110"}, every_site)
+    target = read_target(target_path)
+    found = samples_in_panel(panel, align_target(panel, target), target.samples)
+    assert found.tolist() == [panel.samples.index("HG00103"), panel.samples.index("HG00110")]
+    strangers = read_target(TARGET_PHASED)
+    assert (samples_in_panel(panel, align_target(panel, strangers), strangers.samples) == -1).all()
+
+
+def test_unrelated_targets_are_not_taken_for_panel_samples(trained, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        summary = impute(TARGET_PHASED, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)
+    assert summary["samples_in_panel"] == 0 and "in the reference panel" not in caplog.text
