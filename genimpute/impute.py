@@ -63,8 +63,7 @@ class _RecordFormatter:
             probs[i, missing[i]] = self.filled[rows[i]][missing[i]]
         present = alleles != ABSENT
         af = (probs * present).sum(axis=1) / present.sum(axis=1)
-        missing_calls = (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
-        info = [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") for a, n in zip(af, missing_calls)]
+        info = [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") for a, n in zip(af, _missing_calls(self.aln, np.asarray(rows)))]
         writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP",
                              genotype_columns(probs[:, 0::2], probs[:, 1::2], ~present[:, 1::2]))
 
@@ -100,6 +99,13 @@ class _RecordFormatter:
         separator = np.where(t.phased[rows], "|", "/").astype(object)[:, None]
         columns = np.where(alleles[:, 1::2] == ABSENT, text[:, 0::2], text[:, 0::2] + separator + text[:, 1::2])
         writer.write_records(fixed, ["."] * len(rows), "GT", columns)
+
+
+def _missing_calls(aln: Alignment, rows: np.ndarray) -> np.ndarray:
+    """(len(rows),) missing calls (samples with a missing allele) at each of
+    the typed records `rows`."""
+    missing = aln.alleles_at(rows) == MISSING
+    return (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
 
 
 def _contigs_in_target_order(panel: ReferencePanel, target: TargetData, aln: Alignment) -> list[_Contig]:
@@ -308,7 +314,7 @@ def impute(
         "typed_sites": len(aln.panel_rows),
         "imputed_records": n_imputed,
         "passed_through": len(aln.unmatched_rows),
-        "missing_calls_imputed": int(sum((aln.alleles_at(np.array([r])) == MISSING).sum() for r in filled)),
+        "missing_calls_imputed": int(_missing_calls(aln, np.array(sorted(filled), dtype=np.int64)).sum()),
         "samples_in_panel": 0 if exclude is None else int(exclude.any(axis=1).sum() // 2),
         "records_written": writer.records,
         "windows": n_windows,
