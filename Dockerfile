@@ -1,5 +1,6 @@
-# genimpute with bcftools/tabix, and Beagle 5.4 and Minimac4 for
-# `genimpute benchmark`. CPU image by default; a CUDA image with
+# genimpute with bcftools/tabix, Beagle 5.4 and shapeit4 (to phase unphased
+# targets) and Minimac4 (with Beagle, for `genimpute benchmark`).
+# CPU image by default; a CUDA image with
 # --build-arg TORCH=cuda (PyPI's torch bundles the CUDA runtime; run with
 # `docker run --gpus all`).
 #
@@ -10,7 +11,7 @@ FROM python:3.11-slim-bookworm
 ARG TORCH=cpu
 
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bcftools tabix beagle minimac4 \
+    && apt-get install -y --no-install-recommends bcftools tabix beagle minimac4 shapeit4 \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/genimpute

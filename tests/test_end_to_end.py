@@ -163,10 +163,18 @@ def test_target_without_overlap(tmp_path, trained):
     assert list(tmp_path.glob("*o.vcf.gz*")) == []
 
 
-def test_unphased_target(tmp_path, trained, data):
-    msg = _error(["impute", str(data / "targets.omni2.5.unphased.vcf.gz"), "--model", str(trained),
-                  "--out", str(tmp_path / "o.vcf.gz")])
-    assert "phased" in msg
+def test_unphased_target_is_phased_first(tmp_path, trained, data):
+    unphased = data / "targets.omni2.5.unphased.vcf.gz"
+    msg = _error(["impute", str(unphased), "--model", str(trained), "--phaser", "none", "--out", str(tmp_path / "o.vcf.gz")])
+    assert "expected phased genotypes" in msg and not (tmp_path / "o.vcf.gz").exists()
+    run(["-q", "impute", str(unphased), "--model", str(trained), "--out", str(tmp_path / "p.vcf.gz")])
+    out = cyvcf2.VCF(str(tmp_path / "p.vcf.gz"))
+    truth = {v.POS: v.genotype.array()[:, :2].sum(axis=1) for v in cyvcf2.VCF(str(unphased))}
+    for v in out:
+        gts = v.genotype.array()
+        assert gts[:, 2].all()  # every call written phased
+        if v.POS in truth and not v.INFO.get("IMP"):
+            np.testing.assert_array_equal(gts[:, :2].sum(axis=1), truth[v.POS])  # typed genotypes kept
 
 
 def test_missing_model_directory(tmp_path, data):
