@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +15,6 @@ from genimpute.config import (
     BENCHMARK_TOOLS,
     DEFAULT_VALIDATION_FRACTION,
     PHASERS,
-    ImputeConfig,
     RunConfig,
     WindowConfig,
 )
@@ -30,10 +30,19 @@ def _run(fn, *args, **kwargs):
     except GenimputeError as exc:
         click.echo(f"genimpute: error: {exc}", err=True)
         sys.exit(1)
-    except KeyboardInterrupt:
-        click.echo("genimpute: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        click.echo("genimpute: " + ("terminated" if isinstance(exc, _Terminated) else "interrupted"), err=True)
+        sys.exit(143 if isinstance(exc, _Terminated) else 130)
 
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's kill, a timeout) unwinds like Ctrl-C, so
+    temporary outputs are removed on the way out; training installs its own
+    handler that stops at the next step and checkpoints."""
+
+
+def _terminate(signum, _frame):
+    raise _Terminated
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="genimpute")
@@ -45,6 +54,7 @@ def main(ctx, verbose, quiet):
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     ctx.obj = {"progress": not quiet and sys.stderr.isatty() or verbose > 0}
+    signal.signal(signal.SIGTERM, _terminate)
     from genimpute.runtime import tune_allocator
 
     tune_allocator()
@@ -121,7 +131,6 @@ def _checked_config(build) -> RunConfig:
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Output .vcf.gz [default: <target>.imputed.vcf.gz in the current directory].")
-@click.option("--batch-size", type=int, default=ImputeConfig().batch_size, show_default=True, help="Query haplotypes per forward pass.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
 @click.option("--validate", is_flag=True, help="Estimate accuracy without truth: hide a fraction of the typed sites, impute them, report the empirical r2 (log and VCF header).")
@@ -133,7 +142,7 @@ def _checked_config(build) -> RunConfig:
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
 @click.pass_context
-def impute(ctx, target, model_dir, out, batch_size, force, device, validate, validate_fraction, seed, region, phaser, audit):
+def impute(ctx, target, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, audit):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
     from genimpute.impute import impute as run_impute
@@ -150,7 +159,7 @@ def impute(ctx, target, model_dir, out, batch_size, force, device, validate, val
         out = f"{stem}.imputed.vcf.gz"
     if validate and not 0 < validate_fraction <= 0.5:
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
-    summary = _run(run_impute, target, model_dir, out, _run(pick_device, device), batch_size=batch_size,
+    summary = _run(run_impute, target, model_dir, out, _run(pick_device, device),
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, audit=audit)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "

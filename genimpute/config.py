@@ -51,11 +51,6 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
-class ImputeConfig:
-    batch_size: int = 64  # query haplotypes per forward pass
-
-
-@dataclass(frozen=True)
 class RunConfig:
     """What a model directory records about how its model was built."""
 

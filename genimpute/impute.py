@@ -190,7 +190,7 @@ def _context_exclusions(panel: ReferencePanel, aln: Alignment, target: TargetDat
     return exclude
 
 
-def _fill_missing(model, panel, aln, typed_mask, wcfg, batch_size, device, exclude, eligible) -> dict:
+def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible) -> dict:
     """P(alt) (2S,) of every target haplotype at each typed record (among
     `eligible` ones) where some call is missing, by panel record: imputed
     like an untyped record, from the other typed records around it."""
@@ -205,7 +205,7 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, batch_size, device, exclu
     log.info("%d typed records have missing calls: imputing them in %d windows", has_missing.sum(), len(windows))
     filled = {}
     for window in windows:
-        probs = target_window_probabilities(model, window, panel, aln, wcfg.context, batch_size, device, exclude)
+        probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
         filled.update(zip(window.predicted.tolist(), probs))
     return filled
 
@@ -215,7 +215,6 @@ def impute(
     model_dir: str | Path,
     out: str | Path,
     device: torch.device,
-    batch_size: int = 64,
     force: bool = False,
     progress: bool = True,
     validate_fraction: float | None = None,
@@ -277,12 +276,12 @@ def impute(
     }
     validation = None
     if validate_fraction is not None:
-        validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, batch_size, device,
+        validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, device,
                               eligible=in_region, exclude=exclude)
         meta["genimputeValidation"] = validation.header_value()
         log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
-    filled = _fill_missing(model, panel, aln, typed_mask, wcfg, batch_size, device, exclude, in_region)
+    filled = _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, in_region)
     fmt = _RecordFormatter(panel, target, aln, filled)
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
     log_every = max(1, n_windows // 10)
@@ -297,7 +296,7 @@ def impute(
             done = 0
             for window in windows_by_contig.get(contig.key, []):
                 n_done += 1
-                probs = target_window_probabilities(model, window, panel, aln, wcfg.context, batch_size, device, exclude)
+                probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
                 predicted = window.predicted
                 written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
                 upto = position_of_event[int(written[-1])] + 1

@@ -7,6 +7,16 @@ import torch
 
 from genimpute.windows import Window, assemble_rows, nearest_haplotypes
 
+# Every forward pass holds exactly this many queries, the last pass padded, so
+# the kernels see the same shapes whatever the number of targets: a query's
+# P(alt) depends only on the query, and outputs are byte-identical for any
+# number of targets or threads. Larger passes only pay off on a GPU.
+QUERIES_PER_PASS = {"cpu": 16, "cuda": 256}
+
+
+def queries_per_pass(device: torch.device) -> int:
+    return QUERIES_PER_PASS.get(device.type, QUERIES_PER_PASS["cpu"])
+
 
 @torch.no_grad()
 def window_probabilities(
@@ -15,7 +25,6 @@ def window_probabilities(
     window_haps: np.ndarray,
     query_typed: np.ndarray,
     k: int,
-    batch_size: int,
     device: torch.device,
     exclude: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -31,20 +40,23 @@ def window_probabilities(
     queries[:, window.typed] = query_typed
     typed = torch.from_numpy(window.typed).to(device)
     out = np.empty((int((~window.typed).sum()), len(queries)), dtype=np.float32)
-    for start in range(0, len(queries), batch_size):
-        part = slice(start, start + batch_size)
+    per_pass = queries_per_pass(device)
+    for start in range(0, len(queries), per_pass):
+        part = np.arange(start, start + per_pass)
+        n_real = min(per_pass, len(queries) - start)
+        part[n_real:] = start  # padding: copies of the pass's first query
         context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part])
         tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
-        logits = model(tokens, typed)[:, 0][:, ~typed]  # (B, U)
-        out[:, part] = torch.sigmoid(logits.float()).T.cpu().numpy()
+        logits = model(tokens, typed)[:n_real, 0][:, ~typed]  # (B, U)
+        out[:, start: start + n_real] = torch.sigmoid(logits.float()).T.cpu().numpy()
     return out
 
 
-def target_window_probabilities(model, window: Window, panel, aln, k: int, batch_size: int, device: torch.device,
+def target_window_probabilities(model, window: Window, panel, aln, k: int, device: torch.device,
                                 exclude: np.ndarray | None = None) -> np.ndarray:
     """(U, 2S) P(alt) at the window's predicted records for every target
     haplotype, from its alleles at the window's typed records.
     panel: genimpute.panel.ReferencePanel; aln: its genimpute.panel.Alignment."""
     haps = panel.haplotypes(window.columns)
     query_typed = aln.alleles_at(window.columns[window.typed]).T
-    return window_probabilities(model, window, haps, query_typed, k, batch_size, device, exclude)
+    return window_probabilities(model, window, haps, query_typed, k, device, exclude)

@@ -16,7 +16,7 @@ from genimpute.modeldir import load_model_dir
 @pytest.fixture(scope="module")
 def imputed(trained, tmp_path_factory):
     out = tmp_path_factory.mktemp("imputed") / "imputed.vcf.gz"
-    run(["-q", "impute", str(DATA / "targets.omni2.5.vcf.gz"), "--model", str(trained), "--out", str(out), "--batch-size", "7"])
+    run(["-q", "impute", str(DATA / "targets.omni2.5.vcf.gz"), "--model", str(trained), "--out", str(out)])
     return out
 
 
