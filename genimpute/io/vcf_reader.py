@@ -7,6 +7,8 @@ per record as they are read, so a whole-chromosome panel (5,008 haplotypes x
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +50,23 @@ class TargetData:
     phased: np.ndarray  # (M,) bool, every heterozygous call of the record is phased
 
 
+@functools.cache
+def _silence_htslib() -> None:
+    """htslib prints its own lines on stderr for the faults this module turns
+    into one InputError; switch its log off (cyvcf2 links htslib into its
+    extension, where hts_set_log_level lives; a no-op elsewhere)."""
+    import cyvcf2
+
+    try:
+        ctypes.CDLL(cyvcf2.cyvcf2.__file__).hts_set_log_level(0)  # HTS_LOG_OFF
+    except (OSError, AttributeError):
+        pass
+
+
 def open_vcf(path: str | Path):
     import cyvcf2
 
+    _silence_htslib()
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -89,7 +105,10 @@ ABSENT = -2  # no such haplotype: the second one of a haploid call
 def _genotypes(rec, path, number) -> np.ndarray:
     """(S, 3) int16: allele 1, allele 2 (ABSENT for a haploid call), phased
     flag; MISSING for missing alleles. Polyploid calls stop with the record named."""
-    gts = rec.genotype.array()
+    try:
+        gts = rec.genotype.array()
+    except Exception as exc:  # cyvcf2 raises a bare Exception for a record without GT values
+        raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: expected a GT value per sample ({exc})") from exc
     if gts.shape[1] == 2:  # every call of the record is haploid
         gts = np.stack([gts[:, 0], np.full(len(gts), ABSENT, gts.dtype), np.ones(len(gts), gts.dtype)], axis=1)
     elif gts.shape[1] != 3:
