@@ -136,7 +136,7 @@ def harmonise(panel, target) -> list[SiteDecision]:
     at_position: dict = {}
     for i, (ci, pos) in enumerate(zip(panel.contig_index, panel.positions)):
         at_position.setdefault((keys[ci], int(pos)), []).append(i)
-    decisions, used = [], set()
+    decisions = []
     recs = target.records
     for t, (contig, pos, ref, alts) in enumerate(zip(recs.contigs, recs.positions, recs.refs, recs.alts)):
         candidates = at_position.get((normalise_contig(contig), int(pos)), [])
@@ -146,7 +146,7 @@ def harmonise(panel, target) -> list[SiteDecision]:
         alt_list = alts.split(",")
         found = []
         if len(alt_list) == 1:
-            found = _biallelic(t, ref, alt_list[0], candidates, panel, target)
+            found = _biallelic(t, ref, alt_list[0], candidates, panel)
         else:
             for i, alt in enumerate(alt_list, start=1):
                 found += [SiteDecision(t, p, SPLIT, i) for p in candidates
@@ -154,25 +154,33 @@ def harmonise(panel, target) -> list[SiteDecision]:
         if not found:
             seen = ", ".join(f"{panel.refs[p]}>{panel.alts[p]}" for p in candidates)
             decisions.append(SiteDecision(t, -1, ALLELE_MISMATCH, 0, f"panel has {seen}"))
-        for d in found:
-            if d.used and d.panel_row in used:
-                d = SiteDecision(t, d.panel_row, DUPLICATE, 0, "an earlier target record matched this panel record")
-            elif d.used:
-                used.add(d.panel_row)
-            decisions.append(d)
-    return _resolve_palindromes(decisions, panel, target)
+        decisions += found
+    return _mark_duplicates(_resolve_palindromes(decisions, panel, target))
 
 
-def _biallelic(t, ref, alt, candidates, panel, target) -> list[SiteDecision]:
-    """The decision for a biallelic target record: the best candidate panel
-    record (exact before swapped before flipped), palindromes by frequency."""
+def _mark_duplicates(decisions: list) -> list[SiteDecision]:
+    """A panel record serves as evidence once: for the first target record matched to it."""
+    used, marked = set(), []
+    for d in decisions:
+        if d.used and d.panel_row in used:
+            d = SiteDecision(d.target_row, d.panel_row, DUPLICATE, 0, "an earlier target record matched this panel record")
+        elif d.used:
+            used.add(d.panel_row)
+        marked.append(d)
+    return marked
+
+
+def _biallelic(t, ref, alt, candidates, panel) -> list[SiteDecision]:
+    """The decision for a biallelic target record against the best candidate
+    panel record (exact before swapped before flipped); palindromes are left
+    PALINDROMIC_AMBIGUOUS until the target's strand is known."""
     order = (MATCH, SWAP, FLIP, FLIP_SWAP, PALINDROMIC_AMBIGUOUS)
     ranked = sorted((order.index(c), p, c) for p in candidates
                     if (c := classify(ref, alt, panel.refs[p], panel.alts[p])) is not None)
     if not ranked:
         return []
     _, p, decision = ranked[0]
-    return [SiteDecision(t, p, decision, 1)]  # palindromes are resolved once the strand is known
+    return [SiteDecision(t, p, decision, 1)]
 
 
 def _resolve_palindromes(decisions: list, panel, target) -> list[SiteDecision]:

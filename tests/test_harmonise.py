@@ -148,3 +148,12 @@ def test_audit_lists_every_decision(panel, tmp_path):
     assert [r["decision"] for r in rows] == [d.decision for d in aln.decisions]
     assert rows[0].keys() == {"chrom", "pos", "target_ref", "target_alt", "panel_id", "panel_ref", "panel_alt", "decision", "detail"}
     assert all(r["target_ref"] == r["panel_ref"] for r in rows if r["decision"] == MATCH)
+
+
+def test_a_duplicated_palindrome_is_used_once(panel, tmp_path):
+    header, records = vcf_edit.read_lines()
+    i = next(i for i, r in enumerate(records) if vcf_edit.is_palindromic(r))
+    records.insert(i + 1, list(records[i]))
+    aln = _align(panel, vcf_edit.write(tmp_path / "dup.vcf", header, records))
+    assert [d.decision for d in aln.decisions[i: i + 2]] == [PALINDROMIC_KEEP, "duplicate"]
+    assert len(np.unique(aln.panel_rows)) == len(aln.panel_rows)

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Targets as labs deliver them, on ../shared/data/chr20_1kgp1 (101 targets on
+# Omni2.5), with a model trained on its panel:
+#  1. unphased targets: genimpute phases them (Beagle, at the typed sites) and
+#     imputes; next to the phased-input run and to Beagle 5.4 on the phased and
+#     the unphased targets (Beagle phases them itself); aggregate r2 by MAF bin.
+#  2. switch error rate of each phaser genimpute can use, against the true phase.
+#  3. missing calls: 2% of the typed calls set to ./. in REGION; how often the
+#     filled-in genotype is right, next to the typed calls' own genotype mix.
+#
+#   bash benchmarks/real_world_targets.sh MODEL_DIR [out dir] [REGION]
+#
+# Environment: PHASED, a whole-contig genimpute output of the same model on the
+# phased targets, to reuse instead of imputing again.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared=${SHARED_DATA:-$root/../shared/data}
+data=$shared/chr20_1kgp1
+model=$(cd "$1" && pwd)
+out=${2:-$root/benchmarks/out/real_world}
+region=${3:-20:9000000-9500000}
+map=$shared/maps/plink.chr20.GRCh37.map
+mkdir -p "$out"
+cd "$out"
+
+timed() {  # timed NAME CMD... : run CMD, report wall seconds and peak RSS
+  local name=$1; shift
+  /usr/bin/time -f "$name wall_s=%e peak_rss_mb=%M" -o "$name.time" "$@" > "$name.log" 2>&1
+  tee -a timings.txt < "$name.time"
+}
+: > timings.txt
+
+if [ -n "${PHASED:-}" ]; then
+  cp "$PHASED" phased.vcf.gz && tabix -f -p vcf phased.vcf.gz
+else
+  timed genimpute_phased genimpute -q impute "$data/targets.omni2.5.vcf.gz" --model "$model" --out phased.vcf.gz --force
+fi
+timed genimpute_unphased genimpute -q impute "$data/targets.omni2.5.unphased.vcf.gz" --model "$model" \
+  --out unphased.vcf.gz --force --phaser beagle
+timed beagle_phased beagle ref="$data/panel.vcf.gz" gt="$data/targets.omni2.5.vcf.gz" map="$map" out=beagle_phased nthreads=2
+timed beagle_unphased beagle ref="$data/panel.vcf.gz" gt="$data/targets.omni2.5.unphased.vcf.gz" map="$map" out=beagle_unphased nthreads=2
+genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$data/panel.vcf.gz" \
+  --labels genimpute_phased,genimpute_unphased,beagle_phased,beagle_unphased \
+  phased.vcf.gz unphased.vcf.gz beagle_phased.vcf.gz beagle_unphased.vcf.gz | tee r2.txt
+
+echo "switch error rate at the typed sites (heterozygous-to-heterozygous transitions):"
+python - "$data" "$model" <<'PY'
+import sys
+import numpy as np
+from genimpute.io.vcf_reader import read_target
+from genimpute.modeldir import load_model_dir
+from genimpute.panel import align_target
+from genimpute.phasing import phase_haplotypes
+
+data, model = sys.argv[1:]
+panel = load_model_dir(model).panel
+unphased = align_target(panel, read_target(f"{data}/targets.omni2.5.unphased.vcf.gz"))
+truth = align_target(panel, read_target(f"{data}/targets.omni2.5.vcf.gz")).haplotypes
+rows = unphased.panel_rows
+for tool in ("beagle", "shapeit4"):
+    phased = phase_haplotypes(tool, unphased.haplotypes, panel.haplotypes(rows), panel.contig_names[0], panel.positions[rows],
+                              [panel.refs[r] for r in rows], [panel.alts[r] for r in rows],
+                              [f"s{i}" for i in range(truth.shape[1] // 2)], panel.samples)
+    switches = opportunities = 0
+    for s in range(truth.shape[1] // 2):
+        het = truth[:, 2 * s] != truth[:, 2 * s + 1]
+        flipped = phased[het, 2 * s] != truth[het, 2 * s]
+        switches += int((flipped[1:] != flipped[:-1]).sum())
+        opportunities += max(0, int(het.sum()) - 1)
+    print(f"  {tool}: {switches} of {opportunities} ({switches / opportunities:.2%})")
+PY
+
+echo "missing calls imputed in $region:"
+python - "$data/targets.omni2.5.vcf.gz" missing.vcf <<'PY'
+import gzip
+import sys
+import numpy as np
+
+source, dest = sys.argv[1:]
+rng = np.random.default_rng(7)
+with gzip.open(source, "rt") as src, open(dest, "w") as out:
+    for line in src:
+        if not line.startswith("#"):
+            fields = line.rstrip("\n").split("\t")
+            fields[9:] = [".|." if rng.random() < 0.02 else gt for gt in fields[9:]]
+            line = "\t".join(fields) + "\n"
+        out.write(line)
+PY
+timed genimpute_missing genimpute -q impute missing.vcf --model "$model" --region "$region" --out missing.imputed.vcf.gz --force
+python - missing.vcf missing.imputed.vcf.gz "$data/targets.omni2.5.vcf.gz" <<'PY'
+import sys
+import cyvcf2
+import numpy as np
+
+hidden_file, imputed_file, truth_file = sys.argv[1:]
+hidden = {v.POS: v.genotype.array()[:, 0] < 0 for v in cyvcf2.VCF(hidden_file)}
+truth = {v.POS: v.genotype.array()[:, :2].sum(axis=1) for v in cyvcf2.VCF(truth_file)}
+right, baseline, dosage, true = 0, 0, [], []
+for v in cyvcf2.VCF(imputed_file):
+    if v.POS not in hidden or v.INFO.get("IMP"):
+        continue
+    mask = hidden[v.POS]
+    best = v.genotype.array()[:, :2].sum(axis=1)
+    right += int((best[mask] == truth[v.POS][mask]).sum())
+    dosage += list(v.format("DS")[mask, 0])
+    true += list(truth[v.POS][mask])
+    common = np.bincount(truth[v.POS][~mask], minlength=3).argmax()  # the site's most common observed genotype
+    baseline += int((truth[v.POS][mask] == common).sum())
+n = len(true)
+print(f"  {n} missing calls filled: best-guess genotype right for {right} ({right / n:.1%}); dosage r2 "
+      f"{np.corrcoef(dosage, true)[0, 1] ** 2:.3f}; each site's most common observed genotype: {baseline / n:.1%}")
+PY
