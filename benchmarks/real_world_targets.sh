@@ -46,11 +46,10 @@ genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$data/panel.vcf.g
 echo "switch error rate at the typed sites (heterozygous-to-heterozygous transitions):"
 python - "$data" "$model" <<'PY'
 import sys
-import numpy as np
 from genimpute.io.vcf_reader import read_target
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import align_target
-from genimpute.phasing import phase_haplotypes
+from genimpute.phasing import phase_haplotypes, switch_errors
 
 data, model = sys.argv[1:]
 panel = load_model_dir(model).panel
@@ -61,12 +60,7 @@ for tool in ("beagle", "shapeit4"):
     phased = phase_haplotypes(tool, unphased.haplotypes, panel.haplotypes(rows), panel.contig_names[0], panel.positions[rows],
                               [panel.refs[r] for r in rows], [panel.alts[r] for r in rows],
                               [f"s{i}" for i in range(truth.shape[1] // 2)], panel.samples)
-    switches = opportunities = 0
-    for s in range(truth.shape[1] // 2):
-        het = truth[:, 2 * s] != truth[:, 2 * s + 1]
-        flipped = phased[het, 2 * s] != truth[het, 2 * s]
-        switches += int((flipped[1:] != flipped[:-1]).sum())
-        opportunities += max(0, int(het.sum()) - 1)
+    switches, opportunities = switch_errors(phased, truth)
     print(f"  {tool}: {switches} of {opportunities} ({switches / opportunities:.2%})")
 PY
 

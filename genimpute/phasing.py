@@ -121,3 +121,16 @@ def _read_phased(path: Path, samples: list) -> dict:
         by_position[rec.POS] = alleles.reshape(-1)
     vcf.close()
     return by_position
+
+
+def switch_errors(phased: np.ndarray, truth: np.ndarray) -> tuple[int, int]:
+    """(switches, opportunities) of (T, 2S) phased haplotypes against the true
+    ones: a switch is a heterozygous call whose phase relative to the
+    sample's previous heterozygous call differs from the truth."""
+    switches = opportunities = 0
+    for s in range(truth.shape[1] // 2):
+        het = truth[:, 2 * s] != truth[:, 2 * s + 1]
+        flipped = phased[het, 2 * s] != truth[het, 2 * s]
+        switches += int((flipped[1:] != flipped[:-1]).sum())
+        opportunities += max(0, int(het.sum()) - 1)
+    return switches, opportunities
