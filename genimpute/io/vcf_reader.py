@@ -154,8 +154,10 @@ class _SortCheck:
 
 
 def read_panel(path: str | Path) -> PanelData:
-    """Read a phased, biallelic reference panel. Multi-allelic records must be
-    split first; unphased heterozygous or missing calls are rejected."""
+    """Read a phased reference panel into biallelic records: a multi-allelic
+    record becomes one record per ALT at its position (allele 1 = that ALT,
+    anything else 0), as `bcftools norm -m -any` splits it. Unphased
+    heterozygous or missing calls are rejected."""
     vcf = open_vcf(path)
     samples = list(vcf.samples)
     if not samples:
@@ -164,17 +166,12 @@ def read_panel(path: str | Path) -> PanelData:
     rec_fields = Records([], [], [], [], [])
     positions, packed = [], []
     check_sorted = _SortCheck(path)
-    skipped_monomorphic = 0
+    skipped_monomorphic = split = 0
     for number, rec in _records(vcf, path):
         check_sorted(rec.CHROM, rec.POS, number)
         if not rec.ALT:
             skipped_monomorphic += 1
             continue
-        if len(rec.ALT) > 1:
-            raise InputError(
-                f"{_where(path, rec.CHROM, rec.POS, number)}: expected biallelic records; found "
-                f"ALT={','.join(rec.ALT)} (split with `bcftools norm -m -any`)"
-            )
         gts = _diploid_genotypes(rec, path, number)
         unphased_het = (gts[:, 2] == 0) & (gts[:, 0] != gts[:, 1])
         if unphased_het.any():
@@ -184,17 +181,22 @@ def read_panel(path: str | Path) -> PanelData:
                 f"unphased heterozygous genotype in sample {sample}"
             )
         haps = gts[:, :2].reshape(-1)
-        if haps.max() > 1:
-            raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: allele index > 1 in a biallelic record")
-        rec_fields.contigs.append(rec.CHROM)
-        positions.append(rec.POS)
-        rec_fields.ids.append(rec.ID or ".")
-        rec_fields.refs.append(rec.REF)
-        rec_fields.alts.append(rec.ALT[0])
-        packed.append(np.packbits(haps.astype(np.uint8)))
+        if haps.max() > len(rec.ALT):
+            raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: expected allele indices up to "
+                             f"{len(rec.ALT)} (REF and {len(rec.ALT)} ALT); found {int(haps.max())}")
+        split += len(rec.ALT) > 1
+        for i, alt in enumerate(rec.ALT, start=1):
+            rec_fields.contigs.append(rec.CHROM)
+            positions.append(rec.POS)
+            rec_fields.ids.append(rec.ID or ".")
+            rec_fields.refs.append(rec.REF)
+            rec_fields.alts.append(alt)
+            packed.append(np.packbits((haps == i).astype(np.uint8)))
     vcf.close()
     if skipped_monomorphic:
         log.warning("%s: skipped %d records without an ALT allele", path, skipped_monomorphic)
+    if split:
+        log.info("%s: split %d multi-allelic records into one record per ALT allele", path, split)
     if not packed:
         raise InputError(f"{path}: expected biallelic variant records; found none")
     rec_fields.positions = np.asarray(positions, dtype=np.int64)
