@@ -54,13 +54,18 @@ def _train_args(out):
     return ["train", "--ref", PANEL, "--array", ARRAY, "--out", out, *tiny, *steps]
 
 
-def test_training_killed_then_resumed_ends_as_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_training_killed_then_resumed_ends_as_an_uninterrupted_run(sig, tmp_path):
     straight = _genimpute(*_train_args(tmp_path / "straight"))
     killed = _genimpute(*_train_args(tmp_path / "killed"))
     _wait_for(lambda: (tmp_path / "killed" / "checkpoint.pt").exists(), killed)
-    killed.kill()
+    killed.send_signal(sig)
     killed.communicate()
-    assert not (tmp_path / "killed" / "model.pt").exists()  # it did not get to the end
+    if sig == signal.SIGKILL:
+        assert not (tmp_path / "killed" / "model.pt").exists()  # it did not get to the end
+    else:  # stops at the end of a step, writes what it has, and says how to go on
+        assert killed.returncode == 0
+        assert load_model_dir(tmp_path / "killed").provenance["finished"] is False
     resumed = _genimpute(*_train_args(tmp_path / "killed"), "--resume")
     for proc in (straight, resumed):
         _, err = proc.communicate(timeout=600)
