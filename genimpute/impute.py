@@ -200,8 +200,12 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     if not has_missing.any():
         return {}
     # small blocks, so that taking a block out of its own evidence costs little
-    windows = plan_windows(panel.contig_index, panel.positions, typed_mask, max(1, wcfg.typed // 10), wcfg.typed,
-                           aln.contigs, predict_mask=has_missing)
+    block = max(1, min(wcfg.typed // 10, int(typed_mask.sum()) // 2))
+    try:
+        windows = plan_windows(panel.contig_index, panel.positions, typed_mask, block, wcfg.typed, aln.contigs,
+                               predict_mask=has_missing)
+    except ValueError as exc:
+        raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
     log.info("%d typed records have missing calls: imputing them in %d windows", has_missing.sum(), len(windows))
     filled = {}
     for window in windows:

@@ -127,3 +127,15 @@ def test_unrelated_targets_are_not_taken_for_panel_samples(trained, tmp_path, ca
     with caplog.at_level(logging.WARNING):
         summary = impute(TARGET_PHASED, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)
     assert summary["samples_in_panel"] == 0 and "in the reference panel" not in caplog.text
+
+
+def test_missing_calls_on_a_tiny_target(trained, tmp_path):
+    """Ten typed records, every one with a missing call: each is still
+    imputed from the others."""
+    header, records = vcf_edit.read_lines()
+    records = records[:10]
+    for record in records:
+        record[9] = ".|."
+    out = _impute(vcf_edit.write(tmp_path / "tiny.vcf", header, records), trained, tmp_path / "out.vcf.gz")
+    typed = [r for r in out if "IMPMISS=1" in r[7]]
+    assert len(typed) == 10 and all(r[9].split(":")[0] in ("0|0", "0|1", "1|0", "1|1") for r in typed)
