@@ -21,7 +21,7 @@ cd "$out"
 
 targets=$(realpath "${TARGETS:-$data/targets.omni2.5.vcf.gz}")
 if [ -n "${SINGLE:-}" ]; then
-  cp "$SINGLE" single.vcf.gz
+  [ "$SINGLE" -ef single.vcf.gz ] || cp "$SINGLE" single.vcf.gz
 else
   genimpute -q impute "$targets" --model "$model" --out single.vcf.gz --force
 fi

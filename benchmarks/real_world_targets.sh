@@ -31,12 +31,13 @@ timed() {  # timed NAME CMD... : run CMD, report wall seconds and peak RSS
 : > timings.txt
 
 if [ -n "${PHASED:-}" ]; then
-  cp "$PHASED" phased.vcf.gz && tabix -f -p vcf phased.vcf.gz
+  [ "$PHASED" -ef phased.vcf.gz ] || cp "$PHASED" phased.vcf.gz
+  tabix -f -p vcf phased.vcf.gz
 else
   timed genimpute_phased genimpute -q impute "$data/targets.omni2.5.vcf.gz" --model "$model" --out phased.vcf.gz --force
 fi
 timed genimpute_unphased genimpute -q impute "$data/targets.omni2.5.unphased.vcf.gz" --model "$model" \
-  --out unphased.vcf.gz --force --phaser beagle
+  --out unphased.vcf.gz --force --phaser beagle --map "$map"
 timed beagle_phased beagle ref="$data/panel.vcf.gz" gt="$data/targets.omni2.5.vcf.gz" map="$map" out=beagle_phased nthreads=2
 timed beagle_unphased beagle ref="$data/panel.vcf.gz" gt="$data/targets.omni2.5.unphased.vcf.gz" map="$map" out=beagle_unphased nthreads=2
 genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$data/panel.vcf.gz" \
@@ -44,14 +45,14 @@ genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$data/panel.vcf.g
   phased.vcf.gz unphased.vcf.gz beagle_phased.vcf.gz beagle_unphased.vcf.gz | tee r2.txt
 
 echo "switch error rate at the typed sites (heterozygous-to-heterozygous transitions):"
-python - "$data" "$model" <<'PY'
+python - "$data" "$model" "$map" <<'PY'
 import sys
 from genimpute.io.vcf_reader import read_target
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import align_target
 from genimpute.phasing import phase_haplotypes, switch_errors
 
-data, model = sys.argv[1:]
+data, model, genetic_map = sys.argv[1:]
 panel = load_model_dir(model).panel
 unphased = align_target(panel, read_target(f"{data}/targets.omni2.5.unphased.vcf.gz"))
 truth = align_target(panel, read_target(f"{data}/targets.omni2.5.vcf.gz")).haplotypes
@@ -59,7 +60,8 @@ rows = unphased.panel_rows
 for tool in ("beagle", "shapeit4"):
     phased = phase_haplotypes(tool, unphased.haplotypes, panel.haplotypes(rows), panel.contig_names[0], panel.positions[rows],
                               [panel.refs[r] for r in rows], [panel.alts[r] for r in rows],
-                              [f"s{i}" for i in range(truth.shape[1] // 2)], panel.samples)
+                              [f"s{i}" for i in range(truth.shape[1] // 2)], panel.samples,
+                              genetic_map=genetic_map)
     switches, opportunities = switch_errors(phased, truth)
     print(f"  {tool}: {switches} of {opportunities} ({switches / opportunities:.2%})")
 PY

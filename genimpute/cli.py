@@ -139,10 +139,13 @@ def _checked_config(build) -> RunConfig:
 @click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based, inclusive); see `genimpute chunks`.")
 @click.option("--phaser", type=click.Choice(["auto", *PHASERS, "none"]), default="auto", show_default=True,
               help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH; none: refuse unphased input).")
+@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Genetic map for the phaser, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format [default: 1 cM per Mb].")
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
 @click.pass_context
-def impute(ctx, target, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, audit):
+def impute(ctx, target, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
+           audit):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
     from genimpute.impute import impute as run_impute
@@ -161,7 +164,8 @@ def impute(ctx, target, model_dir, out, force, device, validate, validate_fracti
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
     summary = _run(run_impute, target, model_dir, out, _run(pick_device, device),
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
-                   seed=seed, region=region, phaser=None if phaser == "none" else phaser, audit=audit)
+                   seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
+                   audit=audit)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples, {summary['seconds']} s")
     if summary["validation"]:

@@ -153,7 +153,7 @@ def _write_events(writer, fmt: _RecordFormatter, events, probs_by_row: dict, con
         start = end
 
 
-def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, source) -> Alignment:
+def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source) -> Alignment:
     """Phase an unphased target's matched records against the panel with an
     external phaser (see genimpute.phasing), contig by contig."""
     from genimpute.phasing import find_phaser, phase_haplotypes
@@ -170,7 +170,8 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
         rows = aln.panel_rows[on_contig]
         phased[on_contig] = phase_haplotypes(
             tool, aln.haplotypes[on_contig], panel.haplotypes(rows), panel.contig_names[contig], panel.positions[rows],
-            [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples, panel.samples)
+            [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples, panel.samples,
+            genetic_map=genetic_map)
     return dataclasses.replace(aln, haplotypes=phased, phased=True)
 
 
@@ -225,13 +226,15 @@ def impute(
     seed: int = 1,
     region: Region | None = None,
     phaser: str | None = "auto",
+    genetic_map: str | Path | None = None,
     audit: str | Path | None = None,
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
 
     Target alleles are harmonised to the panel's (swaps, strand flips; see
     genimpute.harmonise; `audit` gets a TSV of every site's decision); an
-    unphased target is phased first with `phaser` (None: refuse); missing
+    unphased target is phased first with `phaser` (None: refuse), using
+    `genetic_map` if given (default 1 cM per Mb); missing
     calls at typed records are imputed too; target samples found in the
     panel do not see their own haplotypes as context.
 
@@ -250,7 +253,7 @@ def impute(
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
     if not aln.phased:
-        aln = _phase(aln, panel, target, phaser, target_path)
+        aln = _phase(aln, panel, target, phaser, genetic_map, target_path)
     exclude = _context_exclusions(panel, aln, target)
     typed_mask = np.zeros(len(panel), dtype=bool)
     typed_mask[aln.panel_rows] = True

@@ -1,16 +1,40 @@
 """Phasing unphased targets against the reference panel with an external
-phaser (Beagle 5.4 or shapeit4, both in Debian), at the typed sites only.
+phaser found on PATH: Beagle 5.4 (`beagle`) or shapeit4 (`shapeit4`), both
+in Debian.
 
-The phaser sees the panel's haplotypes and the target's genotypes as small
-temporary VCFs in the panel's allele coding; only the order of the alleles of
-heterozygous calls is taken back from it. Missing calls stay missing (genimpute
-imputes them itself), haploid calls stay haploid.
+The caller has already matched the target's records to the panel's and
+recoded them into the panel's alleles; this module takes arrays, not files.
+The target genotypes and the panel haplotypes at those records go to the
+phaser as two small bgzipped VCFs in a temporary directory, and only the
+order of the two alleles of each heterozygous call is taken back from its
+output. Everything else comes back exactly as given: homozygous calls,
+missing calls (the phasers fill them in; genimpute imputes them itself),
+half-missing calls and haploid calls.
+
+What the phasers need, and how it is met here:
+- Beagle refuses a sample whose ploidy changes along a contig ("inconsistent
+  number of alleles"), as a male's chrX does between the PARs and the rest.
+  Haploid calls are written as single alleles, except in such a sample,
+  where they are written as homozygous diploid calls.
+- Beagle reads a PLINK map (`chrom id cM bp`), shapeit4 its own (`pos chr cM`
+  with a header line): a map in either format is converted to the tool's,
+  restricted to the contig (`chr20` and `20` alike).
+- Without a map, both assume a constant 1 cM per Mb.
+- Beagle's phase does not depend on its number of threads; shapeit4's changes
+  from run to run on more than one, so shapeit4 always runs on one.
+- Records may share a position (the panel's split multi-allelic records; a
+  SNP and an indel): output records are matched to input records by ID, and
+  their position checked. No rule such as "one ALT per haplotype at a
+  position" is imposed: in 1000 Genomes phase 1 the SNP and the insertion at
+  20:9581332 sit on the very same 132 haplotypes.
 """
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -20,117 +44,353 @@ import numpy as np
 
 from genimpute.config import PHASERS
 from genimpute.errors import InputError
+from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
 
 log = logging.getLogger(__name__)
 
-_INSTALL = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian: apt-get install shapeit4"}
+# PHASERS (from genimpute.config, where the CLI's --phaser choices come from):
+# ("beagle", "shapeit4"), the order `auto` tries them in
+__all__ = ["PHASERS", "find_phaser", "phase_haplotypes", "switch_errors"]
+
+INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian: apt-get install shapeit4"}
+
+_LOG_TAIL_LINES = 5
+_CHUNK_BYTES = 1 << 24  # genotype text built per block of records of about this size
 
 
+# --- finding the tool ----------------------------------------------------------
 def find_phaser(requested: str = "auto") -> str:
     """'auto': the first of PHASERS on PATH; a named one must be on PATH."""
     if requested != "auto" and requested not in PHASERS:
-        raise InputError(f"--phaser: expected auto or one of {', '.join(PHASERS)}; found {requested}")
-    for tool in PHASERS if requested == "auto" else (requested,):
+        raise InputError(f"--phaser: expected auto or one of {', '.join(PHASERS)}; found {requested!r}")
+    candidates = PHASERS if requested == "auto" else (requested,)
+    for tool in candidates:
         if shutil.which(tool):
             return tool
-    wanted = " or ".join(PHASERS) if requested == "auto" else requested
-    hints = "; ".join(_INSTALL[t] for t in PHASERS if requested in ("auto", t))
+    wanted = " or ".join(candidates)
+    hints = "; ".join(INSTALL_HINT[t] for t in candidates)
     raise InputError(f"the target is unphased and needs phasing: expected {wanted} on PATH; found none ({hints})")
 
 
-def _genotype_strings(haps: np.ndarray, phased: bool) -> np.ndarray:
-    """(T, S) VCF GT strings from (T, 2S) allele codes."""
-    text = np.where(haps == MISSING, ".", haps.astype(str)).astype(object)
-    first, second = text[:, 0::2], text[:, 1::2]
-    diploid = first + ("|" if phased else "/") + second
-    return np.where(haps[:, 1::2] == ABSENT, first, diploid)
-
-
-def _write_vcf(path: Path, contig: str, positions, refs, alts, samples, genotypes: np.ndarray) -> None:
-    import pysam
-
-    lines = ["##fileformat=VCFv4.2", f"##contig=<ID={contig}>",
-             '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
-             "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples])]
-    lines += ["\t".join([contig, str(pos), f"site{i}", ref, alt, ".", "PASS", ".", "GT", *row])
-              for i, (pos, ref, alt, row) in enumerate(zip(positions, refs, alts, genotypes.tolist()))]
-    with pysam.BGZFile(str(path), "wb") as handle:
-        handle.write(("\n".join(lines) + "\n").encode())
-    pysam.tabix_index(str(path), preset="vcf", force=True)
-
-
-def _command(tool: str, ref: Path, gt: Path, out_prefix: Path, contig: str, threads: int, genetic_map) -> tuple[list, Path]:
-    if tool == "beagle":
-        cmd = ["beagle", f"ref={ref}", f"gt={gt}", f"out={out_prefix}", "impute=false", f"nthreads={threads}"]
-        return cmd + ([f"map={genetic_map}"] if genetic_map else []), Path(f"{out_prefix}.vcf.gz")
-    out = Path(f"{out_prefix}.vcf.gz")
-    cmd = ["shapeit4", "--input", str(gt), "--reference", str(ref), "--region", contig, "--output", str(out),
-           "--thread", str(threads), "--log", f"{out_prefix}.log"]
-    return cmd + (["--map", str(genetic_map)] if genetic_map else []), out
-
-
+# --- phasing ----------------------------------------------------------------
 def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: str, positions: np.ndarray,
                      refs: list, alts: list, samples: list, ref_samples: list, threads: int | None = None,
                      genetic_map: str | None = None) -> np.ndarray:
-    """(T, 2S) target alleles of one contig with heterozygous calls phased.
+    """Phase target genotypes at the records of ONE contig against the
+    panel's haplotypes at the same records.
 
-    haps:     (T, 2S) int8 panel-coded alleles (0/1, MISSING, ABSENT)
-    ref_haps: (T, H) uint8 phased panel haplotypes at the same records
+    haps:      (T, 2S) int8 target alleles in the panel's coding, haplotype h
+               of sample s at column 2*s+h: 0/1, MISSING (-1), ABSENT (-2, the
+               second haplotype of a haploid call); the order of the alleles of
+               an unphased heterozygous call is arbitrary
+    ref_haps:  (T, H) uint8 phased panel haplotypes, H = 2 * len(ref_samples)
+    positions: (T,) non-decreasing (records may share one)
+    refs, alts: T biallelic allele strings
+
+    threads:   Beagle's (default: the CPUs this process may use); shapeit4
+               always runs on one, to be reproducible
+    genetic_map: PLINK (`chrom id cM bp`) or shapeit4 (`pos chr cM`) format,
+               optionally gzipped; default: 1 cM per Mb
+
+    Returns (T, 2S) int8: heterozygous calls in the phaser's order; every
+    other cell (homozygous, missing, half-missing, haploid) as given.
     """
-    threads = threads or os.cpu_count() or 1
-    # sample names must be unique across both files: the target's are replaced by their order
-    target_names = [f"target{i}" for i in range(len(samples))]
-    with tempfile.TemporaryDirectory(prefix="genimpute_phase_") as tmp:
-        tmp = Path(tmp)
-        _write_vcf(tmp / "ref.vcf.gz", contig, positions, refs, alts, ref_samples, _genotype_strings(ref_haps, True))
-        _write_vcf(tmp / "gt.vcf.gz", contig, positions, refs, alts, target_names, _genotype_strings(haps, False))
-        cmd, out = _command(tool, tmp / "ref.vcf.gz", tmp / "gt.vcf.gz", tmp / "phased", contig, threads, genetic_map)
-        log.info("phasing: %s", " ".join(cmd))
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if result.returncode != 0 or not out.exists():
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-5:])
-            raise InputError(f"{tool} failed to phase the target (exit {result.returncode}):\n{tail}")
-        phased_by_position = _read_phased(out, target_names)
-    missing = [int(p) for p in positions if int(p) not in phased_by_position]
-    if missing:
-        raise InputError(f"{tool} dropped {len(missing)} of {len(positions)} records while phasing "
-                         f"(first at {contig}:{missing[0]})")
-    phased = np.stack([phased_by_position[int(p)] for p in positions])
-    # take only the order of called heterozygous alleles from the phaser
+    if tool not in PHASERS:
+        raise ValueError(f"tool: expected one of {', '.join(PHASERS)}; found {tool!r}")
+    haps = np.asarray(haps)
+    ref_haps = np.asarray(ref_haps)
+    positions = np.asarray(positions, dtype=np.int64)
+    _check_arrays(haps, ref_haps, positions, refs, alts, samples, ref_samples)
     first, second = haps[:, 0::2], haps[:, 1::2]
     het = (first >= 0) & (second >= 0) & (first != second)
-    out = haps.copy()
-    out[:, 0::2] = np.where(het, phased[:, 0::2], first)
-    out[:, 1::2] = np.where(het, phased[:, 1::2], second)
-    return out
+    if not (het.sum(axis=0) >= 2).any():
+        # a sample's phase is only defined relative to its other heterozygous
+        # calls: with fewer than two, every order is as good as the phaser's
+        log.debug("phasing %s: no sample has two heterozygous calls; nothing to phase", contig)
+        return haps.astype(np.int8, copy=True)
+    threads = threads or _cpu_count()
+    ref_names = _vcf_names(ref_samples, "ref_", set())
+    target_names = _vcf_names(samples, "target_", set(ref_names))
+
+    with tempfile.TemporaryDirectory(prefix="genimpute_phase_") as tmp:
+        tmp = Path(tmp)
+        ref_vcf, gt_vcf, out_prefix = tmp / "ref.vcf.gz", tmp / "gt.vcf.gz", tmp / "phased"
+        _write_vcf(ref_vcf, contig, positions, refs, alts, ref_names, ref_haps, phased=True)
+        _write_vcf(gt_vcf, contig, positions, refs, alts, target_names, haps, phased=False)
+        map_path = None
+        if genetic_map is not None:
+            map_path = _write_map(tool, genetic_map, contig, tmp / "genetic.map")
+        if tool == "shapeit4":  # reads through htslib's indexed readers; Beagle streams
+            import pysam
+
+            for path in (ref_vcf, gt_vcf):
+                pysam.tabix_index(str(path), preset="vcf", force=True)
+        cmd, out = _command(tool, ref_vcf, gt_vcf, out_prefix, contig, threads, map_path)
+        _run(tool, cmd, out, tmp / "phaser.log")
+        phased = _read_phased(tool, out, target_names, contig, positions)
+
+    valid = het & (phased[:, 0::2] >= 0) & (phased[:, 1::2] >= 0) & (phased[:, 0::2] != phased[:, 1::2])
+    if (het & ~valid).any():
+        log.warning("%s changed %d of %d heterozygous calls on %s into other genotypes; those are kept as given",
+                    tool, int((het & ~valid).sum()), int(het.sum()), contig)
+    result = haps.astype(np.int8, copy=True)
+    result[:, 0::2] = np.where(valid, phased[:, 0::2], first)
+    result[:, 1::2] = np.where(valid, phased[:, 1::2], second)
+    log.info("phased %d heterozygous calls of %d samples at %d records on %s with %s",
+             int(valid.sum()), len(samples), len(positions), contig, tool)
+    return result
 
 
-def _read_phased(path: Path, samples: list) -> dict:
-    """{position: (2S,) alleles} of the phaser's output, samples in `samples` order."""
+def _check_arrays(haps, ref_haps, positions, refs, alts, samples, ref_samples) -> None:
+    """The caller's arrays must describe the same T records (a programming
+    error otherwise, hence ValueError)."""
+    n = len(positions)
+    if haps.ndim != 2 or haps.shape != (n, 2 * len(samples)):
+        raise ValueError(f"haps: expected shape ({n}, {2 * len(samples)}); found {haps.shape}")
+    if ref_haps.ndim != 2 or ref_haps.shape != (n, 2 * len(ref_samples)):
+        raise ValueError(f"ref_haps: expected shape ({n}, {2 * len(ref_samples)}); found {ref_haps.shape}")
+    if len(refs) != n or len(alts) != n:
+        raise ValueError(f"refs, alts: expected {n} alleles each; found {len(refs)} and {len(alts)}")
+    if n == 0 or not samples or not ref_samples:
+        raise ValueError("expected at least one record, one target sample and one reference sample")
+    if (np.diff(positions) < 0).any():
+        raise ValueError("positions: expected them sorted")
+    if not np.isin(haps, (0, 1, MISSING, ABSENT)).all() or (haps[:, 0::2] == ABSENT).any():
+        raise ValueError("haps: expected 0, 1 or MISSING alleles, and ABSENT only as a second haplotype")
+    if not np.isin(ref_haps, (0, 1)).all():
+        raise ValueError("ref_haps: expected alleles 0 and 1")
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+_UNSAFE_NAME = re.compile(r"\s")
+
+
+def _vcf_names(names: list, prefix: str, taken: set) -> list:
+    """The given sample names when they can stand in a VCF header next to
+    `taken` (unique, no whitespace, not already taken); otherwise PREFIX0,
+    PREFIX1, ... by order, the prefix lengthened until no name is taken.
+    Samples are mapped back by order, so only uniqueness matters."""
+    names = [str(n) for n in names]
+    if (len(set(names)) == len(names) and not taken.intersection(names)
+            and all(n and not _UNSAFE_NAME.search(n) for n in names)):
+        return names
+    while True:
+        renamed = [f"{prefix}{i}" for i in range(len(names))]
+        if not taken.intersection(renamed):
+            log.debug("phasing: sample names written as %s0..%s%d (given names collide or cannot be "
+                      "written)", prefix, prefix, len(names) - 1)
+            return renamed
+        prefix = "_" + prefix
+
+
+# --- temporary VCFs -------------------------------------------------------------
+_ALLELE_CHAR = np.frombuffer(b".01", dtype=np.uint8)  # indexed by allele code + 1 (MISSING, 0, 1)
+_TAB, _NEWLINE, _PAD = ord("\t"), ord("\n"), 0
+
+
+def _genotype_cells(haps: np.ndarray, phased: bool) -> np.ndarray:
+    """(n, S, 4) uint8 text of each call followed by its separator: `a|b`
+    (or `a/b`), `.` for a missing allele, a haploid call as the single allele
+    padded with zero bytes for the writer to drop; a haploid call of a sample
+    that also has diploid calls as a homozygous diploid one (`a/a`, `./.`)."""
+    first, second = haps[:, 0::2].astype(np.int16), haps[:, 1::2].astype(np.int16)
+    haploid = second == ABSENT
+    cells = np.empty(first.shape + (4,), dtype=np.uint8)
+    cells[..., 0] = _ALLELE_CHAR[first + 1]
+    cells[..., 1] = ord("|" if phased else "/")
+    cells[..., 2] = _ALLELE_CHAR[np.where(haploid, first, second) + 1]
+    cells[..., 3] = _TAB
+    cells[:, -1, 3] = _NEWLINE
+    cells[haploid & ~_mixed_ploidy(haps)[None, :], 1:3] = _PAD
+    return cells
+
+
+def _mixed_ploidy(haps: np.ndarray) -> np.ndarray:
+    """(S,) bool: the sample has haploid and diploid calls on the contig."""
+    haploid = haps[:, 1::2] == ABSENT
+    return haploid.any(axis=0) & ~haploid.all(axis=0)
+
+
+def _write_vcf(path: Path, contig: str, positions: np.ndarray, refs: list, alts: list, names: list,
+               haps: np.ndarray, phased: bool) -> None:
+    """A bgzipped VCF of the records with GT only; record i has ID `r<i>`,
+    by which the phaser's output is matched back."""
     import pysam
 
-    pysam.tabix_index(str(path), preset="vcf", force=True)  # names the contigs shapeit4's header leaves out
+    header = "\n".join([
+        "##fileformat=VCFv4.2",
+        f"##contig=<ID={contig}>",
+        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+        "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names]),
+    ]) + "\n"
+    padded = (haps[:, 1::2] == ABSENT).any() if not phased else False
+    rows_per_chunk = max(1, _CHUNK_BYTES // (2 * haps.shape[1] + 1))
+    with pysam.BGZFile(str(path), "wb") as handle:
+        handle.write(header.encode())
+        for start in range(0, len(positions), rows_per_chunk):
+            stop = min(start + rows_per_chunk, len(positions))
+            cells = _genotype_cells(haps[start:stop], phased).reshape(stop - start, -1)
+            parts = []
+            for i, row in enumerate(cells, start):
+                parts.append(f"{contig}\t{positions[i]}\tr{i}\t{refs[i]}\t{alts[i]}\t.\t.\t.\tGT\t".encode())
+                parts.append((row[row != _PAD] if padded else row).tobytes())
+            handle.write(b"".join(parts))
+
+
+# --- genetic map -------------------------------------------------------------------
+def _open_text(path: Path):
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    return gzip.open(path, "rt") if magic == b"\x1f\x8b" else open(path)
+
+
+def _read_map(path: str | Path, contig: str) -> tuple[np.ndarray, np.ndarray]:
+    """(bp, cM) of a genetic map's positions on `contig`, sorted: PLINK format
+    (`chrom id cM bp`, no header) or shapeit4's (`pos chr cM`, a header line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such genetic map file")
+    key = normalise_contig(contig)
+    bp, cm, contigs, data_lines = [], [], set(), 0
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            data_lines += 1
+            if len(fields) == 4:
+                chrom, position, cmorgan = fields[0], fields[3], fields[2]
+            elif len(fields) == 3:
+                position, chrom, cmorgan = fields
+            else:
+                raise InputError(f"{path} line {number}: expected a genetic map line, PLINK `chrom id cM bp` or "
+                                 f"shapeit4 `pos chr cM`; found {len(fields)} columns")
+            try:
+                position, cmorgan = int(position), float(cmorgan)
+            except ValueError:
+                if data_lines == 1:  # a header line, as shapeit4's maps have
+                    continue
+                raise InputError(f"{path} line {number}: expected a base-pair position and a cM value; "
+                                 f"found {line.strip()!r}") from None
+            contigs.add(chrom)
+            if normalise_contig(chrom) == key:
+                bp.append(position)
+                cm.append(cmorgan)
+    if not bp:
+        found = ", ".join(sorted(contigs)[:10]) or "no positions"
+        raise InputError(f"{path}: expected genetic map positions on contig {contig}; found {found}")
+    order = np.argsort(bp, kind="stable")
+    return np.asarray(bp, dtype=np.int64)[order], np.asarray(cm, dtype=np.float64)[order]
+
+
+def _write_map(tool: str, genetic_map: str | Path, contig: str, dest: Path) -> Path:
+    """The map's positions on `contig` in the format `tool` reads."""
+    bp, cm = _read_map(genetic_map, contig)
+    with open(dest, "w") as handle:
+        if tool == "beagle":
+            handle.writelines(f"{contig}\t.\t{c!r}\t{b}\n" for b, c in zip(bp.tolist(), cm.tolist()))
+        else:
+            handle.write("pos\tchr\tcM\n")
+            handle.writelines(f"{b}\t{contig}\t{c!r}\n" for b, c in zip(bp.tolist(), cm.tolist()))
+    return dest
+
+
+# --- running the tool and reading its output ------------------------------------
+def _command(tool: str, ref: Path, gt: Path, out_prefix: Path, contig: str, threads: int,
+             genetic_map: Path | None) -> tuple[list, Path]:
+    """The command line and the file it writes."""
+    out = Path(f"{out_prefix}.vcf.gz")
+    if tool == "beagle":
+        cmd = ["beagle", f"ref={ref}", f"gt={gt}", f"out={out_prefix}", "impute=false", f"nthreads={threads}"]
+        return cmd + ([f"map={genetic_map}"] if genetic_map else []), out
+    # shapeit4 on more than one thread phases differently from run to run (measured:
+    # --thread 2 twice on chr20_1kgp1 gave 1,813 different records of 1,830);
+    # one thread keeps genimpute's output a function of its inputs
+    cmd = ["shapeit4", "--input", str(gt), "--reference", str(ref), "--region", contig, "--output", str(out),
+           "--thread", "1"]
+    return cmd + (["--map", str(genetic_map)] if genetic_map else []), out
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_JAVA_FRAME = re.compile(r"^\s+(at \S+\(.*\)|\.\.\. \d+ more)$")
+
+
+def _log_tail(text: str, n: int = _LOG_TAIL_LINES) -> str:
+    """The last n informative lines of a tool's log: progress lines
+    rewritten with carriage returns reduced to their last state, colour codes
+    and Java stack frames dropped."""
+    lines = []
+    for line in _ANSI.sub("", text).split("\n"):
+        line = line.rstrip("\r").rsplit("\r", 1)[-1].rstrip()
+        if line.strip() and not _JAVA_FRAME.match(line):
+            lines.append(line.strip())
+    return "\n".join(lines[-n:])
+
+
+def _run(tool: str, cmd: list, out: Path, log_path: Path) -> None:
+    log.info("phasing: %s", " ".join(map(str, cmd)))
+    try:
+        with open(log_path, "wb") as handle:
+            code = subprocess.call(cmd, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    except OSError as exc:  # gone from PATH, not executable
+        raise InputError(f"{tool} could not be run ({exc}); {INSTALL_HINT[tool]}") from exc
+    text = log_path.read_text(errors="replace")
+    log.debug("%s log:\n%s", tool, text)
+    if code != 0 or not out.is_file():
+        problem = f"exit status {code}" if code != 0 else f"exited without writing {out.name}"
+        raise InputError(f"{tool} failed to phase the target ({problem}); the last lines of its log:\n"
+                         + _log_tail(text))
+
+
+def _read_phased(tool: str, path: Path, names: list, contig: str, positions: np.ndarray) -> np.ndarray:
+    """(T, 2S) int8 alleles of the phaser's output in input record order and
+    `names` sample order; every input record must come back."""
     vcf = open_vcf(path)
-    order = [list(vcf.samples).index(s) for s in samples]
-    by_position = {}
+    column = {name: i for i, name in enumerate(vcf.samples)}
+    lost = [n for n in names if n not in column]
+    if lost:
+        raise InputError(f"{tool} output lacks {len(lost)} of the {len(names)} target samples (first: {lost[0]})")
+    order = np.asarray([column[n] for n in names])
+    phased = np.full((len(positions), 2 * len(names)), MISSING, dtype=np.int8)
+    seen = np.zeros(len(positions), dtype=bool)
     for rec in vcf:
+        match = re.fullmatch(r"r(\d+)", rec.ID or "")
+        i = int(match.group(1)) if match else -1
+        if not 0 <= i < len(positions) or seen[i] or rec.POS != positions[i]:
+            raise InputError(f"{tool} output has a record that is not one of its input's: "
+                             f"{rec.CHROM}:{rec.POS} ID {rec.ID}")
         gts = rec.genotype.array()[order]
-        alleles = np.full((len(order), 2), ABSENT, dtype=np.int8)
-        alleles[:, : min(2, gts.shape[1] - 1)] = gts[:, : min(2, gts.shape[1] - 1)]
-        by_position[rec.POS] = alleles.reshape(-1)
+        alleles = np.full((len(names), 2), ABSENT, dtype=np.int16)
+        width = min(2, gts.shape[1] - 1)
+        alleles[:, :width] = gts[:, :width]
+        phased[i] = np.where(alleles < 0, np.where(alleles == -1, MISSING, ABSENT), alleles).reshape(-1)
+        seen[i] = True
     vcf.close()
-    return by_position
+    if not seen.all():
+        first = int(np.argmin(seen))
+        raise InputError(f"{tool} dropped {int((~seen).sum())} of {len(positions)} records while phasing "
+                         f"(first at {contig}:{positions[first]}); expected every record back")
+    return phased
 
 
+# --- scoring -------------------------------------------------------------------
 def switch_errors(phased: np.ndarray, truth: np.ndarray) -> tuple[int, int]:
     """(switches, opportunities) of (T, 2S) phased haplotypes against the true
-    ones: a switch is a heterozygous call whose phase relative to the
-    sample's previous heterozygous call differs from the truth."""
+    ones: at each sample's consecutive heterozygous calls (called and
+    heterozygous in both), a switch is a change of the phase relative to the
+    truth. Exchanging a sample's two haplotypes throughout is no switch."""
     switches = opportunities = 0
     for s in range(truth.shape[1] // 2):
-        het = truth[:, 2 * s] != truth[:, 2 * s + 1]
-        flipped = phased[het, 2 * s] != truth[het, 2 * s]
+        t0, t1, p0, p1 = truth[:, 2 * s], truth[:, 2 * s + 1], phased[:, 2 * s], phased[:, 2 * s + 1]
+        het = (t0 >= 0) & (t1 >= 0) & (t0 != t1) & (p0 >= 0) & (p1 >= 0) & (p0 != p1)
+        flipped = p0[het] != t0[het]
         switches += int((flipped[1:] != flipped[:-1]).sum())
         opportunities += max(0, int(het.sum()) - 1)
     return switches, opportunities

@@ -177,6 +177,19 @@ def test_unphased_target_is_phased_first(tmp_path, trained, data):
             np.testing.assert_array_equal(gts[:, :2].sum(axis=1), truth[v.POS])  # typed genotypes kept
 
 
+def test_impute_passes_its_genetic_map_to_the_phaser(tmp_path, trained, data):
+    unphased = data / "targets.omni2.5.unphased.vcf.gz"
+    other_contig = tmp_path / "chr21.map"
+    other_contig.write_text("21\t.\t0.0\t9000000\n21\t.\t1.0\t10000000\n")
+    msg = _error(["impute", str(unphased), "--model", str(trained), "--map", str(other_contig),
+                  "--out", str(tmp_path / "o.vcf.gz")])
+    assert "chr21.map" in msg and "contig 20" in msg and not (tmp_path / "o.vcf.gz").exists()
+    chr20 = tmp_path / "chr20.map"
+    chr20.write_text("20\t.\t0.0\t9000000\n20\t.\t0.5\t9500000\n")
+    run(["-q", "impute", str(unphased), "--model", str(trained), "--map", str(chr20), "--out", str(tmp_path / "p.vcf.gz")])
+    assert (tmp_path / "p.vcf.gz").exists()
+
+
 def test_missing_model_directory(tmp_path, data):
     msg = _error(["impute", str(data / "targets.omni2.5.vcf.gz"), "--model", str(tmp_path / "none"),
                   "--out", str(tmp_path / "o.vcf.gz")])
