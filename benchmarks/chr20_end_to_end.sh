@@ -22,7 +22,7 @@ cd "$out"
 
 timed() {  # timed NAME CMD... : run CMD, report wall seconds and peak RSS
   local name=$1; shift
-  /usr/bin/time -f "$name wall_s=%e peak_rss_mb=%M" -o "$name.time" "$@" > "$name.log" 2>&1
+  /usr/bin/time -f "$name wall_s=%e peak_rss_kb=%M" -o "$name.time" "$@" > "$name.log" 2>&1
   awk '{ split($3, a, "="); printf "%s %s peak_rss_gb=%.2f\n", $1, $2, a[2] / 1048576 }' "$name.time" | tee -a timings.txt
 }
 : > timings.txt

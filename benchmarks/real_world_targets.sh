@@ -25,7 +25,7 @@ cd "$out"
 
 timed() {  # timed NAME CMD... : run CMD, report wall seconds and peak RSS
   local name=$1; shift
-  /usr/bin/time -f "$name wall_s=%e peak_rss_mb=%M" -o "$name.time" "$@" > "$name.log" 2>&1
+  /usr/bin/time -f "$name wall_s=%e peak_rss_kb=%M" -o "$name.time" "$@" > "$name.log" 2>&1
   tee -a timings.txt < "$name.time"
 }
 : > timings.txt
