@@ -5,8 +5,9 @@
 #     imputes; next to the phased-input run and to Beagle 5.4 on the phased and
 #     the unphased targets (Beagle phases them itself); aggregate r2 by MAF bin.
 #  2. switch error rate of each phaser genimpute can use, against the true phase.
-#  3. missing calls: 2% of the typed calls set to ./. in REGION; how often the
-#     filled-in genotype is right, next to the typed calls' own genotype mix.
+#  3. missing calls: 2% of the typed calls set to ./.; in REGION, how often the
+#     filled-in genotype is right (genimpute, Beagle), next to the typed calls' own
+#     genotype mix.
 #
 #   bash benchmarks/real_world_targets.sh MODEL_DIR [out dir] [REGION]
 #
@@ -83,26 +84,36 @@ with gzip.open(source, "rt") as src, open(dest, "w") as out:
         out.write(line)
 PY
 timed genimpute_missing genimpute -q impute missing.vcf --model "$model" --region "$region" --out missing.imputed.vcf.gz --force
-python - missing.vcf missing.imputed.vcf.gz "$data/targets.omni2.5.vcf.gz" <<'PY'
+timed beagle_missing beagle ref="$data/panel.vcf.gz" gt=missing.vcf map="$map" out=beagle_missing nthreads=2
+python - missing.vcf "$data/targets.omni2.5.vcf.gz" "$region" genimpute=missing.imputed.vcf.gz \
+  beagle=beagle_missing.vcf.gz <<'PY'
 import sys
 import cyvcf2
 import numpy as np
 
-hidden_file, imputed_file, truth_file = sys.argv[1:]
-hidden = {v.POS: v.genotype.array()[:, 0] < 0 for v in cyvcf2.VCF(hidden_file)}
-truth = {v.POS: v.genotype.array()[:, :2].sum(axis=1) for v in cyvcf2.VCF(truth_file)}
-right, baseline, dosage, true = 0, 0, [], []
-for v in cyvcf2.VCF(imputed_file):
-    if v.POS not in hidden or v.INFO.get("IMP"):
-        continue
-    mask = hidden[v.POS]
-    best = v.genotype.array()[:, :2].sum(axis=1)
-    right += int((best[mask] == truth[v.POS][mask]).sum())
-    dosage += list(v.format("DS")[mask, 0])
-    true += list(truth[v.POS][mask])
-    common = np.bincount(truth[v.POS][~mask], minlength=3).argmax()  # the site's most common observed genotype
-    baseline += int((truth[v.POS][mask] == common).sum())
-n = len(true)
-print(f"  {n} missing calls filled: best-guess genotype right for {right} ({right / n:.1%}); dosage r2 "
-      f"{np.corrcoef(dosage, true)[0, 1] ** 2:.3f}; each site's most common observed genotype: {baseline / n:.1%}")
+hidden_file, truth_file, region, *outputs = sys.argv[1:]
+start, end = (int(x) for x in region.split(":")[1].split("-"))
+
+
+def key(v):
+    return v.POS, v.REF, v.ALT[0]
+
+
+hidden = {key(v): v.genotype.array()[:, 0] < 0 for v in cyvcf2.VCF(hidden_file) if start <= v.POS <= end}
+truth = {key(v): v.genotype.array()[:, :2].sum(axis=1) for v in cyvcf2.VCF(truth_file)}
+for label, imputed_file in (o.split("=", 1) for o in outputs):
+    right, baseline, dosage, true = 0, 0, [], []
+    for v in cyvcf2.VCF(imputed_file):
+        if key(v) not in hidden or v.INFO.get("IMP"):  # typed records of the region only
+            continue
+        mask, genotypes = hidden[key(v)], truth[key(v)]
+        best = v.genotype.array()[:, :2].sum(axis=1)
+        right += int((best[mask] == genotypes[mask]).sum())
+        dosage += list(v.format("DS")[mask, 0])
+        true += list(genotypes[mask])
+        common = np.bincount(genotypes[~mask], minlength=3).argmax()  # the site's most common observed genotype
+        baseline += int((genotypes[mask] == common).sum())
+    n = len(true)
+    print(f"  {label}: {n} missing calls filled: best-guess genotype right for {right} ({right / n:.1%}); dosage r2 "
+          f"{np.corrcoef(dosage, true)[0, 1] ** 2:.3f}; each site's most common observed genotype: {baseline / n:.1%}")
 PY

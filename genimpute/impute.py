@@ -200,13 +200,23 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     has_missing &= eligible
     if not has_missing.any():
         return {}
-    # small blocks, so that taking a block out of its own evidence costs little
+    # A window's block of predicted records is taken out of its evidence. Blocks
+    # are small and interleaved: pass p predicts every `stride`-th record with
+    # missing calls from offset p, so a record keeps all but one in `stride` of
+    # its nearest typed neighbours (measured, BENCHMARKS.md: 97.5% of filled
+    # calls right, 96.7% with contiguous blocks, at about as many windows).
     block = max(1, min(wcfg.typed // 10, int(typed_mask.sum()) // 2))
-    try:
-        windows = plan_windows(panel.contig_index, panel.positions, typed_mask, block, wcfg.typed, aln.contigs,
-                               predict_mask=has_missing)
-    except ValueError as exc:
-        raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
+    stride = max(1, wcfg.typed // (2 * block))  # a block spans about T/2 typed records
+    rows = np.nonzero(has_missing)[0]
+    windows = []
+    for offset in range(min(stride, len(rows))):
+        predict = np.zeros(len(panel), dtype=bool)
+        predict[rows[offset::stride]] = True
+        try:
+            windows += plan_windows(panel.contig_index, panel.positions, typed_mask, block, wcfg.typed, aln.contigs,
+                                    predict_mask=predict)
+        except ValueError as exc:
+            raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
     log.info("%d typed records have missing calls: imputing them in %d windows", has_missing.sum(), len(windows))
     filled = {}
     for window in windows:
