@@ -194,11 +194,15 @@ def _context_exclusions(panel: ReferencePanel, aln: Alignment, target: TargetDat
 def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible) -> dict:
     """P(alt) (2S,) of every target haplotype at each typed record (among
     `eligible` ones) where some call is missing, by panel record: imputed
-    like an untyped record, from the other typed records around it."""
+    like an untyped record, from the other typed records around it.
+
+    Windows are planned over the whole of each contig with eligible records
+    and only those predicting an eligible record are run, so a region's
+    filled calls equal a whole-contig run's."""
     has_missing = np.zeros(len(panel), dtype=bool)
     has_missing[aln.panel_rows[(aln.haplotypes == MISSING).any(axis=1)]] = True
-    has_missing &= eligible
-    if not has_missing.any():
+    has_missing &= np.isin(panel.contig_index, np.unique(panel.contig_index[eligible]))
+    if not (has_missing & eligible).any():
         return {}
     # A window's block of predicted records is taken out of its evidence. Blocks
     # are small and interleaved: pass p predicts every `stride`-th record with
@@ -217,7 +221,9 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
                                     predict_mask=predict)
         except ValueError as exc:
             raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
-    log.info("%d typed records have missing calls: imputing them in %d windows", has_missing.sum(), len(windows))
+    windows = [w for w in windows if eligible[w.predicted].any()]
+    log.info("%d typed records have missing calls: imputing them in %d windows", (has_missing & eligible).sum(),
+             len(windows))
     filled = {}
     for window in windows:
         probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
