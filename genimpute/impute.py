@@ -24,7 +24,7 @@ from genimpute.panel import Alignment, ReferencePanel, align_target, samples_in_
 from genimpute.predict import target_window_probabilities
 from genimpute.regions import Region
 from genimpute.validation import validate
-from genimpute.windows import plan_windows
+from genimpute.windows import plan_windows, typed_record_windows
 
 log = logging.getLogger(__name__)
 
@@ -204,23 +204,15 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     has_missing &= np.isin(panel.contig_index, np.unique(panel.contig_index[eligible]))
     if not (has_missing & eligible).any():
         return {}
-    # A window's block of predicted records is taken out of its evidence. Blocks
-    # are small and interleaved: pass p predicts every `stride`-th record with
-    # missing calls from offset p, so a record keeps all but one in `stride` of
-    # its nearest typed neighbours (measured, BENCHMARKS.md: 97.5% of filled
-    # calls right, 96.7% with contiguous blocks, at about as many windows).
+    # Blocks of 20 records interleaved by 5 (defaults) keep most of a record's
+    # nearest typed neighbours as evidence (measured, BENCHMARKS.md: 97.5% of
+    # filled calls right, 96.7% with contiguous blocks, at about as many windows)
     block = max(1, min(wcfg.typed // 10, int(typed_mask.sum()) // 2))
-    stride = max(1, wcfg.typed // (2 * block))  # a block spans about T/2 typed records
-    rows = np.nonzero(has_missing)[0]
-    windows = []
-    for offset in range(min(stride, len(rows))):
-        predict = np.zeros(len(panel), dtype=bool)
-        predict[rows[offset::stride]] = True
-        try:
-            windows += plan_windows(panel.contig_index, panel.positions, typed_mask, block, wcfg.typed, aln.contigs,
-                                    predict_mask=predict)
-        except ValueError as exc:
-            raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
+    try:
+        windows = typed_record_windows(panel.contig_index, panel.positions, typed_mask, has_missing, block,
+                                       wcfg.typed, stride=max(1, wcfg.typed // (2 * block)))
+    except ValueError as exc:
+        raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
     windows = [w for w in windows if eligible[w.predicted].any()]
     log.info("%d typed records have missing calls: imputing them in %d windows", (has_missing & eligible).sum(),
              len(windows))

@@ -88,6 +88,46 @@ def plan_windows(
     return windows
 
 
+def typed_record_windows(
+    contig_index: np.ndarray,
+    positions: np.ndarray,
+    typed_mask: np.ndarray,
+    predict_mask: np.ndarray,
+    max_block: int,
+    n_typed: int,
+    stride: int = 1,
+) -> list[Window]:
+    """Windows predicting the typed records named in `predict_mask` (such as
+    those with missing calls) from the other typed records of their contig.
+
+    A block is taken out of its own evidence, so it is kept local and thin:
+    its records share a residue of their rank among the contig's typed records
+    modulo `stride` (each keeps all but one in `stride` of its typed
+    neighbours), there are at most `max_block` of them, and they lie within
+    n_typed // 2 typed records of the block's first, however sparse they are."""
+    windows = []
+    span_limit = max(1, n_typed // 2)
+    for contig in np.unique(contig_index[predict_mask]):
+        _, typed = contig_rows(contig_index, contig, typed_mask)
+        rows = np.nonzero((contig_index == contig) & predict_mask)[0]
+        rank = np.searchsorted(typed, rows)  # each row's index among the contig's typed records
+        for residue in range(stride):
+            members = np.nonzero(rank % stride == residue)[0]
+            start = 0
+            while start < len(members):
+                stop = start + 1
+                while (stop < len(members) and stop - start < max_block
+                       and rank[members[stop]] - rank[members[start]] < span_limit):
+                    stop += 1
+                block = rows[members[start:stop]]
+                evidence = np.setdiff1d(typed, block, assume_unique=True)
+                if len(evidence) == 0:
+                    raise ValueError(f"contig #{contig} has no typed record to predict records {block[:3]}... from")
+                windows.append(window_for_block(block, evidence, positions, n_typed, int(contig)))
+                start = stop
+    return windows
+
+
 def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
     """(B, k) indices of the k panel haplotypes nearest to each query by L1
     (Hamming) distance, nearest first, ties to the lower index.

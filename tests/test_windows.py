@@ -16,6 +16,7 @@ from genimpute.windows import (
     contig_rows,
     nearest_haplotypes,
     plan_windows,
+    typed_record_windows,
     window_for_block,
 )
 
@@ -313,3 +314,30 @@ def test_assemble_rows_on_a_real_window():
     nearest = window_haps[w.typed][:, context[:, 0]].T
     np.testing.assert_array_equal(nearest, queries[:, w.typed])
     assert np.all(context[:, 0] <= [0, 1, 200])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), share=st.sampled_from([0.005, 0.05, 0.5, 1.0]))
+def test_typed_record_windows_keep_each_record_near_its_evidence(seed, share):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    contig_index = np.repeat([0, 1], [2000, 1000])
+    positions = np.concatenate([np.sort(rng.choice(10**7, 2000, replace=False)),
+                                np.sort(rng.choice(10**7, 1000, replace=False))])
+    typed_mask = rng.random(n) < 0.5
+    predict = typed_mask & (rng.random(n) < share)
+    predict[np.nonzero(typed_mask)[0][0]] = True  # at least one
+    T, block, stride = 40, 4, 5
+    windows = typed_record_windows(contig_index, positions, typed_mask, predict, block, T, stride)
+    predicted = np.concatenate([w.predicted for w in windows])
+    assert sorted(predicted.tolist()) == np.nonzero(predict)[0].tolist()  # each exactly once
+    for w in windows:
+        assert len(w.predicted) <= block and (contig_index[w.columns] == w.contig).all()
+        evidence = w.columns[w.typed]
+        assert not np.isin(evidence, w.predicted).any() and typed_mask[evidence].all()
+        _, typed = contig_rows(contig_index, w.contig, typed_mask)
+        rank = np.searchsorted(typed, w.predicted)
+        assert len(set(rank % stride)) == 1 and rank.max() - rank.min() < T // 2
+        for r in rank:  # the typed neighbours either side are evidence unless predicted with it
+            for nb in typed[max(0, r - 1): r + 2]:
+                assert nb in evidence or nb in w.predicted
