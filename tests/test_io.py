@@ -309,7 +309,7 @@ def test_read_panel_accepts_unphased_homozygous(tmp_path):
     np.testing.assert_array_equal(np.unpackbits(data.packed, axis=1, count=4), [[1, 1, 0, 0], [0, 1, 1, 0]])
 
 
-@pytest.mark.parametrize("gt", [".|.", "0|.", ".|1", "./."])
+@pytest.mark.parametrize("gt", [".|.", "0|.", ".|1", "./.", "."])
 def test_read_panel_missing_genotype(tmp_path, gt):
     path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 0|0", f"20 200 . A G . . . GT 0|1 {gt}"])
     with pytest.raises(InputError, match="missing") as info:
@@ -460,6 +460,15 @@ def test_read_target_keeps_missing_and_haploid_calls(tmp_path):
     target = read_target(path)
     np.testing.assert_array_equal(target.alleles, [[0, 1, MISSING, MISSING], [1, ABSENT, MISSING, 1], [1, ABSENT, 0, ABSENT]])
     assert target.phased.all()  # no heterozygous call lost its phase
+
+
+def test_read_target_lone_dot_is_missing_of_the_samples_ploidy(tmp_path):
+    # sample 1 is diploid on 20 (so its `.` is ./.), sample 2 haploid on 20 and diploid on 21
+    path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 1", "20 200 . A G . . . GT . .",
+                                "21 100 . A G . . . GT . .", "21 200 . A G . . . GT 1|0 0|1"])
+    target = read_target(path)
+    np.testing.assert_array_equal(target.alleles, [[0, 1, 1, ABSENT], [MISSING, MISSING, MISSING, ABSENT],
+                                                   [MISSING, MISSING, MISSING, MISSING], [1, 0, 0, 1]])
 
 
 def test_read_target_missing_file(tmp_path):

@@ -122,11 +122,11 @@ def _diploid_genotypes(rec, path, number) -> np.ndarray:
     called (as a reference panel must be); otherwise stop with the record named."""
     gts = _genotypes(rec, path, number)
     where = _where(path, rec.CHROM, rec.POS, number)
+    if (gts[:, :2] == MISSING).any():  # first: a lone `.` reads as a missing haploid call
+        sample = int(np.nonzero((gts[:, :2] == MISSING).any(axis=1))[0][0])
+        raise InputError(f"{where}: expected called genotypes; found a missing call (sample #{sample + 1})")
     if (gts[:, :2] == ABSENT).any():
         raise InputError(f"{where}: expected diploid genotypes; found haploid calls")
-    if (gts[:, :2] < 0).any():
-        sample = int(np.nonzero((gts[:, :2] < 0).any(axis=1))[0][0])
-        raise InputError(f"{where}: expected called genotypes; found a missing call (sample #{sample + 1})")
     return gts
 
 
@@ -235,7 +235,23 @@ def read_target(path: str | Path) -> TargetData:
     if not positions:
         raise InputError(f"{path}: expected target records; found none")
     rec_fields.positions = np.asarray(positions, dtype=np.int64)
-    return TargetData(samples, rec_fields, np.stack(alleles), np.asarray(phased))
+    haps = np.stack(alleles)
+    _lone_missing_as_diploid(haps, np.asarray(rec_fields.contigs))
+    return TargetData(samples, rec_fields, haps, np.asarray(phased))
+
+
+def _lone_missing_as_diploid(haps: np.ndarray, contigs: np.ndarray) -> None:
+    """A call written as a single `.` is missing without saying its ploidy
+    (cyvcf2 reads it as a missing haploid call). It is diploid, in place,
+    unless the sample has called haploid genotypes on that contig."""
+    first, second = haps[:, 0::2], haps[:, 1::2]  # views
+    lone = (first == MISSING) & (second == ABSENT)
+    if not lone.any():
+        return
+    for contig in np.unique(contigs[lone.any(axis=1)]):
+        rows = contigs == contig
+        haploid_sample = ((first[rows] >= 0) & (second[rows] == ABSENT)).any(axis=0)
+        second[rows] = np.where(lone[rows] & ~haploid_sample, MISSING, second[rows])
 
 
 def contig_spans(path: str | Path) -> dict:
