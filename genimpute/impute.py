@@ -153,25 +153,35 @@ def _write_events(writer, fmt: _RecordFormatter, events, probs_by_row: dict, con
         start = end
 
 
-def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source) -> Alignment:
-    """Phase an unphased target's matched records against the panel with an
-    external phaser (see genimpute.phasing), contig by contig."""
+def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
+           contigs: list, exclude: np.ndarray | None) -> Alignment:
+    """Phase an unphased target's matched records on `contigs` (panel contig
+    indices: those to be written) against the panel with an external phaser
+    (see genimpute.phasing), contig by contig. Panel samples that are target
+    samples (`exclude`) are left out of the reference, which would hand them
+    their true phase. Records on other contigs stay as they are: nothing of
+    them is written."""
     from genimpute.phasing import find_phaser, phase_haplotypes
 
     if phaser is None:
         raise InputError(f"{source}: expected phased genotypes; found unphased heterozygous calls "
                          "(phase first, or let genimpute phase with --phaser auto|beagle|shapeit4)")
     tool = find_phaser(phaser)
-    log.info("%s is unphased: phasing %d records against the panel with %s", source, len(aln.panel_rows), tool)
     phased = aln.haplotypes.copy()
+    reference = np.ones(panel.n_haplotypes, dtype=bool) if exclude is None else ~exclude.any(axis=0)
+    ref_samples = [name for i, name in enumerate(panel.samples) if reference[2 * i]]
+    if not ref_samples:
+        raise InputError(f"{source}: every panel sample is a target sample, so none is left to phase against")
     contig_of = panel.contig_index[aln.panel_rows]
-    for contig in np.unique(contig_of):
+    log.info("%s is unphased: phasing %d records against %d panel samples with %s", source,
+             int(np.isin(contig_of, contigs).sum()), len(ref_samples), tool)
+    for contig in np.intersect1d(contig_of, contigs):
         on_contig = contig_of == contig
         rows = aln.panel_rows[on_contig]
         phased[on_contig] = phase_haplotypes(
-            tool, aln.haplotypes[on_contig], panel.haplotypes(rows), panel.contig_names[contig], panel.positions[rows],
-            [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples, panel.samples,
-            genetic_map=genetic_map)
+            tool, aln.haplotypes[on_contig], panel.haplotypes(rows)[:, reference], panel.contig_names[contig],
+            panel.positions[rows], [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples,
+            ref_samples, genetic_map=genetic_map)
     return dataclasses.replace(aln, haplotypes=phased, phased=True)
 
 
@@ -260,9 +270,7 @@ def impute(
     panel, wcfg = loaded.panel, loaded.config.window
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
-    if not aln.phased:
-        aln = _phase(aln, panel, target, phaser, genetic_map, target_path)
-    exclude = _context_exclusions(panel, aln, target)
+    exclude = _context_exclusions(panel, aln, target)  # by name or genotype: phase plays no part
     typed_mask = np.zeros(len(panel), dtype=bool)
     typed_mask[aln.panel_rows] = True
     header_contigs = contigs = _contigs_in_target_order(panel, target, aln)
@@ -276,6 +284,9 @@ def impute(
         in_region = (keys[panel.contig_index] == region.key) & (panel.positions >= region.start)
         if region.end is not None:
             in_region &= panel.positions <= region.end
+    if not aln.phased:
+        aln = _phase(aln, panel, target, phaser, genetic_map, target_path,
+                     [c.panel_index for c in contigs if c.panel_index is not None], exclude)
     windows_by_contig = {
         c.key: [w for w in plan_windows(panel.contig_index, panel.positions, typed_mask, wcfg.untyped, wcfg.typed,
                                         [c.panel_index]) if in_region[w.predicted].any()]

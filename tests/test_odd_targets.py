@@ -112,6 +112,30 @@ def test_targets_found_in_the_panel_are_kept_out_of_their_context(trained, tmp_p
     assert "HG00096 (= panel HG00096)" in caplog.text
 
 
+def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, monkeypatch):
+    import genimpute.phasing
+
+    phased_target = _panel_samples_as_target(tmp_path, {"HG00096": "HG00096", "HG00103": "NA99999"})
+    lines = phased_target.read_text().splitlines()
+    header = [x for x in lines if x.startswith("#")]
+    records = [x.split("\t") for x in lines if not x.startswith("#")]
+    target = vcf_edit.write(tmp_path / "unphased.vcf", header, [r[:9] + [g.replace("|", "/") for g in r[9:]]
+                                                                 for r in records])
+    calls = []
+
+    def phase_as_given(tool, haps, ref_haps, contig, positions, refs, alts, samples, ref_samples, **kwargs):
+        calls.append((contig, ref_haps.shape[1], list(ref_samples)))
+        return haps
+
+    monkeypatch.setattr(genimpute.phasing, "find_phaser", lambda requested: "beagle")
+    monkeypatch.setattr(genimpute.phasing, "phase_haplotypes", phase_as_given)
+    impute(target, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)
+    n_panel = len(ReferencePanel.from_vcf(PANEL).samples)
+    [(contig, n_haps, ref_samples)] = calls  # one contig
+    assert "HG00096" not in ref_samples and "HG00103" in ref_samples  # the renamed one is not recognised here
+    assert len(ref_samples) == n_panel - 1 and n_haps == 2 * len(ref_samples)
+
+
 def test_renamed_panel_samples_are_found_by_their_genotypes(tmp_path):
     panel = ReferencePanel.from_vcf(PANEL)
     every_site = {str(p) for p in panel.positions}
