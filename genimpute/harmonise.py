@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 
 MATCH, SWAP, FLIP, FLIP_SWAP = "match", "swap", "flip", "flip+swap"
@@ -184,10 +185,14 @@ def _biallelic(t, ref, alt, candidates, panel) -> list[SiteDecision]:
 
 
 def _resolve_palindromes(decisions: list, panel, target) -> list[SiteDecision]:
-    """A/T and C/G SNPs: read as written when no other SNP of the target
-    needed a strand flip (the target is on the panel's strand); otherwise
-    keep or swap codes by allele frequency, and drop those too close to 50%."""
-    direct = sum(d.decision in (MATCH, SWAP) for d in decisions)
+    """A/T and C/G SNPs: read as written when the target's other SNPs show
+    it is on the panel's strand (at least 20 of them, at most 0.1% needing a
+    flip); otherwise keep or swap codes by allele frequency, and drop those
+    too close to 50%."""
+    def snp(d):  # indels never flip, so they say nothing of the strand
+        return len(panel.refs[d.panel_row]) == 1 and len(panel.alts[d.panel_row]) == 1
+
+    direct = sum(d.decision in (MATCH, SWAP) and snp(d) for d in decisions)
     flipped = sum(d.decision in (FLIP, FLIP_SWAP) for d in decisions)
     same_strand = direct >= _MIN_SNPS_FOR_STRAND and flipped <= MAX_FLIPPED_SHARE * (direct + flipped)
     resolved = []
@@ -214,7 +219,11 @@ def summarise(decisions: list[SiteDecision]) -> Counter:
 def write_audit(path: str | Path, decisions: list[SiteDecision], panel, target) -> None:
     """Per-site audit TSV: one line per decision."""
     recs = target.records
-    with open(path, "w", newline="") as handle:
+    try:
+        handle = open(path, "w", newline="")
+    except OSError as exc:
+        raise InputError(f"--report {path}: cannot write it ({exc.strerror})") from exc
+    with handle:
         out = csv.writer(handle, delimiter="\t", lineterminator="\n")
         out.writerow(["chrom", "pos", "target_ref", "target_alt", "panel_id", "panel_ref", "panel_alt", "decision", "detail"])
         for d in decisions:

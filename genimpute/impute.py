@@ -265,6 +265,8 @@ def impute(
     the typed sites (of the region), hidden (see genimpute.validation), and
     record it in the log, the summary and the output header."""
     started = time.monotonic()
+    if audit is not None and Path(audit).exists() and not force:
+        raise InputError(f"--report {audit} exists; use --force to overwrite it")
     loaded = load_model_dir(model_dir)
     model = loaded.model.to(device)
     panel, wcfg = loaded.panel, loaded.config.window

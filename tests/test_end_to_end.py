@@ -211,3 +211,15 @@ def test_unknown_backbone_lists_valid_ones(tmp_path, data):
     msg = _error(["train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
                   "--model", "transformerx", "--out", str(tmp_path / "m")])
     assert "msa" in msg
+
+
+def test_report_path_is_checked_like_the_output(tmp_path, trained, data):
+    target = str(data / "targets.omni2.5.vcf.gz")
+    msg = _error(["impute", target, "--model", str(trained), "--out", str(tmp_path / "o.vcf.gz"),
+                  "--report", str(tmp_path / "no" / "such" / "dir.tsv")])
+    assert "--report" in msg and "cannot write" in msg and not (tmp_path / "o.vcf.gz").exists()
+    existing = tmp_path / "audit.tsv"
+    existing.write_text("keep me\n")
+    msg = _error(["impute", target, "--model", str(trained), "--out", str(tmp_path / "o.vcf.gz"),
+                  "--report", str(existing)])
+    assert "--force" in msg and existing.read_text() == "keep me\n"
