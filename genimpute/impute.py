@@ -229,7 +229,7 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     filled = {}
     for window in windows:
         probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
-        filled.update(zip(window.predicted.tolist(), probs))
+        filled.update((r, p) for r, p in zip(window.predicted.tolist(), probs) if eligible[r])
     return filled
 
 
