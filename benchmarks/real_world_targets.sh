@@ -5,7 +5,8 @@
 #     imputes; next to the phased-input run and to Beagle 5.4 on the phased and
 #     the unphased targets (Beagle phases them itself); aggregate r2 by MAF bin.
 #  2. switch error rate of each phaser genimpute can use, against the true phase.
-#  3. missing calls: 2% of the typed calls set to ./.; in REGION, how often the
+#  3. missing calls: 2% (dense: nearly every typed record has one) and 0.5%
+#     (sparse) of the typed calls set to ./.; in REGION, how often the
 #     filled-in genotype is right (genimpute, Beagle), next to the typed calls' own
 #     genotype mix.
 #
@@ -67,26 +68,28 @@ for tool in ("beagle", "shapeit4"):
     print(f"  {tool}: {switches} of {opportunities} ({switches / opportunities:.2%})")
 PY
 
-echo "missing calls imputed in $region:"
-python - "$data/targets.omni2.5.vcf.gz" missing.vcf <<'PY'
+for spec in 0.02:7:missing 0.005:11:missing_sparse; do
+IFS=: read -r rate seed name <<< "$spec"
+echo "missing calls ($rate of the typed calls) imputed in $region:"
+python - "$data/targets.omni2.5.vcf.gz" "$name.vcf" "$rate" "$seed" <<'PY'
 import gzip
 import sys
 import numpy as np
 
-source, dest = sys.argv[1:]
-rng = np.random.default_rng(7)
+source, dest, rate, seed = sys.argv[1:]
+rng = np.random.default_rng(int(seed))
 with gzip.open(source, "rt") as src, open(dest, "w") as out:
     for line in src:
         if not line.startswith("#"):
             fields = line.rstrip("\n").split("\t")
-            fields[9:] = [".|." if rng.random() < 0.02 else gt for gt in fields[9:]]
+            fields[9:] = [".|." if rng.random() < float(rate) else gt for gt in fields[9:]]
             line = "\t".join(fields) + "\n"
         out.write(line)
 PY
-timed genimpute_missing genimpute -q impute missing.vcf --model "$model" --region "$region" --out missing.imputed.vcf.gz --force
-timed beagle_missing beagle ref="$data/panel.vcf.gz" gt=missing.vcf map="$map" out=beagle_missing nthreads=2
-python - missing.vcf "$data/targets.omni2.5.vcf.gz" "$region" genimpute=missing.imputed.vcf.gz \
-  beagle=beagle_missing.vcf.gz <<'PY'
+timed "genimpute_$name" genimpute -q impute "$name.vcf" --model "$model" --region "$region" --out "$name.imputed.vcf.gz" --force
+timed "beagle_$name" beagle ref="$data/panel.vcf.gz" gt="$name.vcf" map="$map" out="beagle_$name" nthreads=2
+python - "$name.vcf" "$data/targets.omni2.5.vcf.gz" "$region" "genimpute=$name.imputed.vcf.gz" \
+  "beagle=beagle_$name.vcf.gz" <<'PY'
 import sys
 import cyvcf2
 import numpy as np
@@ -117,3 +120,4 @@ for label, imputed_file in (o.split("=", 1) for o in outputs):
     print(f"  {label}: {n} missing calls filled: best-guess genotype right for {right} ({right / n:.1%}); dosage r2 "
           f"{np.corrcoef(dosage, true)[0, 1] ** 2:.3f}; each site's most common observed genotype: {baseline / n:.1%}")
 PY
+done

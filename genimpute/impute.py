@@ -215,7 +215,7 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     if not (has_missing & eligible).any():
         return {}
     # Blocks of 20 records interleaved by 5 (defaults) keep most of a record's
-    # nearest typed neighbours as evidence (measured, BENCHMARKS.md: 97.5% of
+    # nearest typed neighbours as evidence (measured, BENCHMARKS.md: 97.4% of
     # filled calls right, 96.7% with contiguous blocks, at about as many windows)
     block = max(1, min(wcfg.typed // 10, int(typed_mask.sum()) // 2))
     try:
