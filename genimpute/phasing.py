@@ -251,6 +251,9 @@ def _open_text(path: Path):
     return gzip.open(path, "rt") if magic == b"\x1f\x8b" else open(path)
 
 
+_CONTIG_HEADERS = ("chr", "chrom", "chromosome", "contig")  # shapeit4's header says `chr`
+
+
 def _read_map(path: str | Path, contig: str) -> tuple[np.ndarray, np.ndarray]:
     """(bp, cM) of a genetic map's positions on `contig`, sorted: PLINK format
     (`chrom id cM bp`, no header) or shapeit4's (`pos chr cM`, a header line)."""
@@ -275,6 +278,10 @@ def _read_map(path: str | Path, contig: str) -> tuple[np.ndarray, np.ndarray]:
             try:
                 position, cmorgan = int(position), float(cmorgan)
             except ValueError:
+                if data_lines == 1 and len(fields) == 3 and fields[1].lower() not in _CONTIG_HEADERS:
+                    raise InputError(f"{path}: a HapMap/IMPUTE2 map (`position rate cM`, one chromosome per "
+                                     "file) has no contig column; give a PLINK map (`chrom id cM bp`) or "
+                                     "shapeit4's (`pos chr cM`)") from None
                 if data_lines == 1:  # a header line, as shapeit4's maps have
                     continue
                 raise InputError(f"{path} line {number}: expected a base-pair position and a cM value; "

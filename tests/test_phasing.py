@@ -228,6 +228,9 @@ def test_genetic_map_reading(data, tmp_path):
     (tmp_path / "bad.map").write_text("20 . 0.1 1000 extra\n")
     with pytest.raises(InputError, match="bad.map line 1: expected a genetic map line"):
         _read_map(tmp_path / "bad.map", "20")
+    (tmp_path / "hapmap.txt").write_text("position COMBINED_rate(cM/Mb) Genetic_Map(cM)\n61795 2.9 0\n")
+    with pytest.raises(InputError, match="HapMap/IMPUTE2 map .* has no contig column"):
+        _read_map(tmp_path / "hapmap.txt", "20")
 
 
 # --- finding the tool, and a tool that fails ----------------------------------------------
