@@ -10,7 +10,7 @@ are exchanged, and a site too close to 50% to tell is dropped
 (`palindromic-ambiguous`; also when the target has too few samples to
 tell), unless the target's other SNPs show it is on the
 panel's strand: then they are read as written. Each ALT of a multi-allelic target record
-matches the panel's split record with that ALT (`split`). Records at positions the
+matches the panel's split record with the same REF and that ALT, as written (`split`). Records at positions the
 panel lacks are `not-in-panel`; records at a panel position whose alleles cannot be
 reconciled are `allele-mismatch`; a second target record for a panel record
 already matched is `duplicate`. Only matched records serve as evidence; the
@@ -149,9 +149,10 @@ def harmonise(panel, target) -> list[SiteDecision]:
         if len(alt_list) == 1:
             found = _biallelic(t, ref, alt_list[0], candidates, panel)
         else:
+            # as written only: an A/T or C/G ALT is as plain a match here as any other
             for i, alt in enumerate(alt_list, start=1):
                 found += [SiteDecision(t, p, SPLIT, i) for p in candidates
-                          if classify(ref, alt, panel.refs[p], panel.alts[p]) == MATCH]
+                          if (ref.upper(), alt.upper()) == (panel.refs[p].upper(), panel.alts[p].upper())]
         if not found:
             seen = ", ".join(f"{panel.refs[p]}>{panel.alts[p]}" for p in candidates)
             decisions.append(SiteDecision(t, -1, ALLELE_MISMATCH, 0, f"panel has {seen}"))

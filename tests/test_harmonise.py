@@ -157,3 +157,16 @@ def test_a_duplicated_palindrome_is_used_once(panel, tmp_path):
     aln = _align(panel, vcf_edit.write(tmp_path / "dup.vcf", header, records))
     assert [d.decision for d in aln.decisions[i: i + 2]] == [PALINDROMIC_KEEP, "duplicate"]
     assert len(np.unique(aln.panel_rows)) == len(aln.panel_rows)
+
+
+def test_a_palindromic_alt_of_a_multiallelic_record_is_matched(panel, tmp_path):
+    header, records = vcf_edit.read_lines()
+    i = next(i for i, r in enumerate(records) if vcf_edit.is_palindromic(r))
+    ref, alt = records[i][3], records[i][4]
+    records[i][4] = alt + "," + next(a for a in "ACGT" if a not in (ref, alt))  # A>T becomes A>T,C
+    original = _align(panel, TARGET_PHASED)
+    aln = _align(panel, vcf_edit.write(tmp_path / "multi.vcf", header, records))
+    decision = next(d for d in aln.decisions if d.target_row == i)
+    assert (decision.decision, decision.alt_index) == ("split", 1)
+    np.testing.assert_array_equal(aln.panel_rows, original.panel_rows)
+    np.testing.assert_array_equal(aln.haplotypes, original.haplotypes)
