@@ -47,7 +47,7 @@ def window_probabilities(
         part[n_real:] = start  # padding: copies of the pass's first query
         context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part])
         tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
-        logits = model(tokens, typed)[:n_real, 0][:, ~typed]  # (B, U)
+        logits = model.query_logits(tokens, typed)[:n_real]  # (B, U)
         out[:, start: start + n_real] = torch.sigmoid(logits.float()).T.cpu().numpy()
     return out
 

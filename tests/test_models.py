@@ -27,6 +27,18 @@ def test_forward_backward_shapes(name):
     assert any(g.abs().sum() > 0 for g in grads)
 
 
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("layers", [1, 3])
+def test_query_logits_are_the_full_passs_query_cells(name, layers):
+    """Imputation's shortcut computes the same numbers as the full pass."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name=name, dim=16, layers=layers, heads=2)).eval()
+    tokens, typed = _tokens(b=4, r=7, m=50)
+    with torch.no_grad():
+        full = model(tokens, typed)[:, 0][:, ~typed]
+        torch.testing.assert_close(model.query_logits(tokens, typed), full, atol=1e-5, rtol=1e-5)
+
+
 def test_unknown_model_lists_valid_names():
     with pytest.raises(GenimputeError, match="msa"):
         build_model(ModelConfig(name="nonesuch"))

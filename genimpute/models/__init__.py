@@ -2,7 +2,9 @@
 
 Every backbone maps cell tokens (B, R, M) (row 0 the query, rows 1.. its
 context; see genimpute.config for the token values) and a (M,) typed-column
-mask to alt-allele logits (B, R, M).
+mask to alt-allele logits (B, R, M) with `forward`, and to the query row's
+logits at the untyped columns (B, U) with `query_logits`, which imputation
+calls: a backbone computes only what those cells need there.
 """
 
 from __future__ import annotations

@@ -37,30 +37,35 @@ class _Attention(nn.Module):
 
 
 class TiedRowAttention(_Attention):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, columns: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, R, M, D) -> (B, R, M, D), or (B, R, C, D) for the C `columns`
+        alone (they attend to all M columns)."""
         b, r, m, d = x.shape
         q, k, v = self._split(x)  # (B, R, M, H, dh)
+        if columns is not None:
+            x, q = x[:, :, columns], q[:, :, columns]
         dh = d // self.heads
 
-        # fold rows into the feature axis: one M x M map per (batch, head)
+        # fold rows into the feature axis: one map over columns per (batch, head)
         def fold(t):
-            return t.permute(0, 3, 2, 1, 4).reshape(b, self.heads, m, r * dh)
+            return t.permute(0, 3, 2, 1, 4).reshape(b, self.heads, t.shape[2], r * dh)
 
         out = F.scaled_dot_product_attention(fold(q), fold(k), fold(v), scale=1.0 / math.sqrt(r * dh))
-        out = out.reshape(b, self.heads, m, r, dh).permute(0, 3, 2, 1, 4).reshape(b, r, m, d)
+        out = out.reshape(b, self.heads, -1, r, dh).permute(0, 3, 2, 1, 4).reshape(x.shape)
         return x + self.out(out)
 
 
 class ColumnAttention(_Attention):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, r, m, d = x.shape
+    def forward(self, x: torch.Tensor, rows: slice = slice(None)) -> torch.Tensor:
+        """(B, R, M, D) -> the same for the `rows` kept (they attend to all R rows)."""
         q, k, v = self._split(x)  # (B, R, M, H, dh)
+        x, q = x[:, rows], q[:, rows]
 
         def by_column(t):
             return t.permute(0, 2, 3, 1, 4)  # (B, M, H, R, dh)
 
         out = F.scaled_dot_product_attention(by_column(q), by_column(k), by_column(v))
-        return x + self.out(out.permute(0, 3, 1, 2, 4).reshape(b, r, m, d))
+        return x + self.out(out.permute(0, 3, 1, 2, 4).reshape(x.shape))
 
 
 class MSATransformer(nn.Module):
@@ -80,3 +85,15 @@ class MSATransformer(nn.Module):
         for row_attn, col_attn, ffn in self.layers:
             x = ffn(col_attn(row_attn(x)))
         return self.head(x)
+
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+        """forward(tokens, typed)[:, 0][:, ~typed], computed for those cells
+        alone in the last layer: its row attention for the untyped columns,
+        its column attention, feed-forward and head for the query row. With
+        two layers at U=100, T=200: 65% of forward's time (BENCHMARKS.md)."""
+        x = self.embed(tokens, typed)
+        *inner, (row_attn, col_attn, ffn) = self.layers
+        for row, col, ff in inner:
+            x = ff(col(row(x)))
+        x = row_attn(x, columns=~typed)
+        return self.head(ffn(col_attn(x, rows=slice(0, 1))))[:, 0]
