@@ -11,6 +11,7 @@
 #  4. VCF write throughput alone (formatting and bgzip of GT:DS:GP).
 # Parts 2 and 3 need models of their panels; they are trained here for
 # TRAIN_MINUTES each (default 5): enough to time imputation, not to judge accuracy.
+# PARTS (default "1 2 3 4") picks the parts to run.
 #
 #   bash benchmarks/speed_memory.sh MODEL_DIR [out dir]
 #
@@ -23,6 +24,7 @@ out=${2:-$root/benchmarks/out/speed}
 train_minutes=${TRAIN_MINUTES:-5}
 sim_region=${SIM_REGION:-20:42000000-42050000}
 map=$shared/maps/plink.chr20.GRCh37.map
+parts=${PARTS:-1 2 3 4}
 mkdir -p "$out"
 cd "$out"
 
@@ -36,11 +38,13 @@ ratio() {  # ratio A B : A's wall time and peak RSS over B's
   read -r wa ma < "$1.time"; read -r wb mb < "$2.time"
   printf '  %s / %s: wall %.1fx, peak RSS %.1fx\n' "$1" "$2" "$(echo "$wa / $wb" | bc -l)" "$(echo "$ma / $mb" | bc -l)"
 }
+part() { [[ " $parts " == *" $1 "* ]]; }
 minimac4_run() {  # minimac4_run NAME PANEL TARGETS : compress the panel (not timed), then impute
   minimac4 --compress-reference "$2" > "$1.msav" 2> "$1.compress.log"
   timed "$1" minimac4 -t 2 -f GT,DS,HDS -O vcf.gz -o "$1.vcf.gz" "$1.msav" "$3"
 }
 
+if part 1; then
 echo "1. chr20_1kgp1, 101 targets (Omni2.5), whole panel:"
 data=$shared/chr20_1kgp1
 timed genimpute_chr20 genimpute -q impute "$data/targets.omni2.5.vcf.gz" --model "$model" --out genimpute_chr20.vcf.gz --force
@@ -50,17 +54,19 @@ ratio genimpute_chr20 beagle_chr20
 ratio genimpute_chr20 minimac4_chr20
 genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$data/panel.vcf.gz" --labels genimpute,beagle,minimac4 \
   genimpute_chr20.vcf.gz beagle_chr20.vcf.gz minimac4_chr20.vcf.gz | tee r2_chr20.txt
+fi
 
+if part 2; then
 echo "2. scaling in targets: simulated panel, $sim_region:"
 sim=$shared/sim_ooa_chr20_5Mb
 [ -f sim_model/model.pt ] || genimpute -q train --ref "$sim/panel.vcf.gz" --array "$sim/array.omni2.5-like.txt" \
   --out sim_model --max-minutes "$train_minutes" > sim_train.log 2>&1
-python - "$sim/targets.array.vcf.gz" targets_1050.vcf.gz 7 <<'PY'
+python - "$sim/targets.array.vcf.gz" targets_1050.vcf 7 <<'PY'
 import gzip
 import sys
 
 source, dest, copies = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with gzip.open(source, "rt") as src, gzip.open(dest, "wt") as out:
+with gzip.open(source, "rt") as src, open(dest, "w") as out:
     for line in src:
         if not line.startswith("##"):
             fields = line.rstrip("\n").split("\t")
@@ -71,16 +77,19 @@ with gzip.open(source, "rt") as src, gzip.open(dest, "wt") as out:
             line = "\t".join(fields) + "\n"
         out.write(line)
 PY
-tabix -f -p vcf targets_1050.vcf.gz
+bgzip -f targets_1050.vcf && tabix -f -p vcf targets_1050.vcf.gz
 timed genimpute_sim_150 genimpute -q impute "$sim/targets.array.vcf.gz" --model sim_model --region "$sim_region" \
   --out sim_150.vcf.gz --force
 timed genimpute_sim_1050 genimpute -q impute targets_1050.vcf.gz --model sim_model --region "$sim_region" \
   --out sim_1050.vcf.gz --force
 ratio genimpute_sim_1050 genimpute_sim_150
+fi
 
+if part 3; then
 echo "3. a whole chromosome: HapMap CEU chr20, 51 chip targets:"
 hapmap=$shared/hapmap_ceu_chr20
-bcftools view -Oz -o hapmap_panel.vcf.gz "$hapmap/panel.b37.bcf"  # Beagle reads VCF, not BCF
+# Beagle reads VCF, not BCF; and htslib reads a VCF only under "##fileformat", which this header spells "##fileFormat"
+bcftools view "$hapmap/panel.b37.bcf" | sed '1s/^##fileFormat=/##fileformat=/' | bgzip > hapmap_panel.vcf.gz
 tabix -f -p vcf hapmap_panel.vcf.gz
 bcftools query -f '%CHROM\t%POS\t%REF\t%ALT\n' "$hapmap/targets.chip330k.phased.vcf.gz" > chip330k.txt
 [ -f hapmap_model/model.pt ] || genimpute -q train --ref hapmap_panel.vcf.gz --array chip330k.txt \
@@ -92,7 +101,9 @@ timed beagle_hapmap beagle ref=hapmap_panel.vcf.gz gt="$hapmap/targets.chip330k.
 minimac4_run minimac4_hapmap hapmap_panel.vcf.gz "$hapmap/targets.chip330k.phased.vcf.gz"
 ratio genimpute_hapmap beagle_hapmap
 ratio genimpute_hapmap minimac4_hapmap
+fi
 
+if part 4; then
 echo "4. VCF write throughput (GT:DS:GP, bgzipped, 1,000 samples x 20,000 records):"
 python - <<'PY'
 import time
@@ -102,11 +113,11 @@ from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 samples, records, per_block = 1000, 20000, 100
 rng = np.random.default_rng(1)
 probs = rng.beta(0.3, 3, size=(per_block, 2 * samples)).astype(np.float32)  # mostly near 0, as imputed P(alt)
-fixed = [["20", str(1000 + i), ".", "A", "G"] for i in range(per_block)]
 start = time.perf_counter()
 with VcfWriter("throughput.vcf.gz", force=True) as writer:
     writer.write_header([f"s{i}" for i in range(samples)], ["20"], {})
-    for _ in range(records // per_block):
+    for block in range(records // per_block):
+        fixed = [["20", str(1000 + block * per_block + i), ".", "A", "G"] for i in range(per_block)]
         af, r2 = dosage_r2(probs)
         info = [f"AF={a:.4g};DR2={d:.3f};IMP" for a, d in zip(af, r2)]
         writer.write_records(fixed, info, "GT:DS:GP", genotype_columns(probs[:, 0::2], probs[:, 1::2]))
@@ -114,3 +125,4 @@ seconds = time.perf_counter() - start
 print(f"  {records:,} records in {seconds:.1f} s: {records / seconds:,.0f} records/s, "
       f"{records * samples / seconds / 1e6:.2f} M genotypes/s (indexing included)")
 PY
+fi

@@ -90,7 +90,7 @@ class MSATransformer(nn.Module):
         """forward(tokens, typed)[:, 0][:, ~typed], computed for those cells
         alone in the last layer: its row attention for the untyped columns,
         its column attention, feed-forward and head for the query row. With
-        two layers at U=100, T=200: 65% of forward's time (BENCHMARKS.md)."""
+        two layers at U=100, T=200: about 65% of forward's time (BENCHMARKS.md)."""
         x = self.embed(tokens, typed)
         *inner, (row_attn, col_attn, ffn) = self.layers
         for row, col, ff in inner:
