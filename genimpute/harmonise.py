@@ -9,9 +9,10 @@ on both strands, so for them the allele frequencies decide whether the codes
 are exchanged, and a site too close to 50% to tell is dropped
 (`palindromic-ambiguous`; also when the target has too few samples to
 tell), unless the target's other SNPs show it is on the
-panel's strand: then they are read as written. Each ALT of a multi-allelic target record
-matches the panel's split record with the same REF and that ALT, as written (`split`). Records at positions the
-panel lacks are `not-in-panel`; records at a panel position whose alleles cannot be
+panel's strand: then they are read as written. Each ALT of a multi-allelic
+target record matches the panel's split record with the same REF and that
+ALT, as written (`split`). Records at positions the panel lacks are
+`not-in-panel`; records at a panel position whose alleles cannot be
 reconciled are `allele-mismatch`; a second target record for a panel record
 already matched is `duplicate`. Only matched records serve as evidence; the
 others are passed through to the output unchanged.

@@ -40,7 +40,7 @@ class TiedRowAttention(_Attention):
     def forward(self, x: torch.Tensor, columns: torch.Tensor | None = None) -> torch.Tensor:
         """(B, R, M, D) -> (B, R, M, D), or (B, R, C, D) for the C `columns`
         alone (they attend to all M columns)."""
-        b, r, m, d = x.shape
+        b, r, _, d = x.shape
         q, k, v = self._split(x)  # (B, R, M, H, dh)
         if columns is not None:
             x, q = x[:, :, columns], q[:, :, columns]
