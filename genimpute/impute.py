@@ -212,7 +212,8 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     has_missing = np.zeros(len(panel), dtype=bool)
     has_missing[aln.panel_rows[(aln.haplotypes == MISSING).any(axis=1)]] = True
     has_missing &= np.isin(panel.contig_index, np.unique(panel.contig_index[eligible]))
-    if not (has_missing & eligible).any():
+    n_wanted = int((has_missing & eligible).sum())
+    if not n_wanted:
         return {}
     # Blocks of 20 records interleaved by 5 (defaults) keep most of a record's
     # nearest typed neighbours as evidence (measured, BENCHMARKS.md: 97.4% of
@@ -224,8 +225,7 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     except ValueError as exc:
         raise InputError(f"missing calls: expected other typed records to impute them from; {exc}") from exc
     windows = [w for w in windows if eligible[w.predicted].any()]
-    log.info("%d typed records have missing calls: imputing them in %d windows", (has_missing & eligible).sum(),
-             len(windows))
+    log.info("%d typed records have missing calls: imputing them in %d windows", n_wanted, len(windows))
     filled = {}
     for window in windows:
         probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
