@@ -8,7 +8,6 @@ import logging
 import subprocess
 
 import cyvcf2
-import numpy as np
 import pytest
 import vcf_edit
 from cli_helpers import run
@@ -46,13 +45,7 @@ def test_swapped_alleles_impute_as_the_original(plain, trained, tmp_path):
 
 def test_missing_calls_are_imputed_and_flagged(plain, trained, tmp_path):
     header, records = vcf_edit.read_lines()
-    rng = np.random.default_rng(3)
-    hidden = set()
-    for i, record in enumerate(records):
-        for s in range(9, len(record)):
-            if rng.random() < 0.05:
-                record[s] = ".|."
-                hidden.add((record[1], s))
+    hidden = vcf_edit.hide_calls(records, 0.05, seed=3)
     target = vcf_edit.write(tmp_path / "missing.vcf", header, records)
     out = _impute(target, trained, tmp_path / "out.vcf.gz")
     truth = {r[1]: r for r in plain}

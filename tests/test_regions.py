@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 
-import numpy as np
 import pytest
 import vcf_edit
 from cli_helpers import run
@@ -71,9 +70,7 @@ def _records(path) -> list[str]:
 def _with_missing_calls(path):
     """The phased target with 5% of its calls set missing."""
     header, records = vcf_edit.read_lines()
-    rng = np.random.default_rng(5)
-    for record in records:
-        record[9:] = [".|." if rng.random() < 0.05 else gt for gt in record[9:]]
+    vcf_edit.hide_calls(records, 0.05, seed=5)
     return vcf_edit.write(path / "missing.vcf", header, records)
 
 

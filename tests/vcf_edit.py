@@ -5,6 +5,7 @@ from real data."""
 import gzip
 from pathlib import Path
 
+import numpy as np
 from paths import TARGET_PHASED
 
 COMPLEMENT = str.maketrans("ACGT", "TGCA")
@@ -35,3 +36,15 @@ def swap(record: list[str]) -> list[str]:
 def flip(record: list[str]) -> list[str]:
     """Both alleles on the other strand: the same genotypes."""
     return record[:3] + [record[3].translate(COMPLEMENT), record[4].translate(COMPLEMENT)] + record[5:]
+
+
+def hide_calls(records: list[list[str]], share: float, seed: int) -> set[tuple[str, int]]:
+    """Set about `share` of the calls to `.|.`, in place; (POS, column) of each."""
+    rng = np.random.default_rng(seed)
+    hidden = set()
+    for record in records:
+        for s in range(9, len(record)):
+            if rng.random() < share:
+                record[s] = ".|."
+                hidden.add((record[1], s))
+    return hidden
