@@ -27,6 +27,12 @@ class ModelConfig:
     heads: int = 4
     ffn_mult: int = 2
     max_columns: int = 512  # longest window (U + T) the column embedding covers
+    # SPIN only
+    kmer: int = 5  # K: consecutive untyped (or typed) variants per token, 2^K classes
+    latents: int = 8  # F': latent attributes each haplotype is summarised into
+    inducing: int = 64  # h: inducing points summarising a window's panel haplotypes
+    # NPSSM only
+    state: int = 16  # S: state size of each selective scan
 
 
 @dataclass(frozen=True)

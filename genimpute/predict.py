@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from genimpute.windows import Window, assemble_rows, nearest_haplotypes
+from genimpute.windows import Window, assemble_rows, nearest_haplotypes, query_rows
 
 # Every forward pass holds exactly this many queries, the last pass padded, so
 # the kernels see the same shapes whatever the number of targets: a query's
@@ -16,6 +16,16 @@ QUERIES_PER_PASS = {"cpu": 16, "cuda": 256}
 
 def queries_per_pass(device: torch.device) -> int:
     return QUERIES_PER_PASS.get(device.type, QUERIES_PER_PASS["cpu"])
+
+
+def _passes(n_queries: int, per_pass: int):
+    """(query indices, number of real ones) of each pass, padded to
+    `per_pass` with copies of the pass's first query."""
+    for start in range(0, n_queries, per_pass):
+        part = np.arange(start, start + per_pass)
+        n_real = min(per_pass, n_queries - start)
+        part[n_real:] = start
+        yield part, n_real
 
 
 @torch.no_grad()
@@ -32,23 +42,34 @@ def window_probabilities(
 
     window_haps: (M, H) panel alleles at the window's columns
     query_typed: (Q, t) query alleles at the window's typed columns, negative for missing calls
+    k:           context size of nearest-context backbones
     exclude:     (Q, H) bool, panel haplotypes a query may not have as context
     """
-    typed_haps = window_haps[window.typed].T  # (H, t)
-    k = min(k, typed_haps.shape[0] - (0 if exclude is None else int(exclude.sum(axis=1).max())))
     queries = np.zeros((len(query_typed), len(window.typed)), dtype=np.int8)
     queries[:, window.typed] = query_typed
     typed = torch.from_numpy(window.typed).to(device)
     out = np.empty((int((~window.typed).sum()), len(queries)), dtype=np.float32)
     per_pass = queries_per_pass(device)
-    for start in range(0, len(queries), per_pass):
-        part = np.arange(start, start + per_pass)
-        n_real = min(per_pass, len(queries) - start)
-        part[n_real:] = start  # padding: copies of the pass's first query
+    if model.shares_context:
+        # one encoding of the panel per distinct exclusion (one when no target is in the panel)
+        exclusions, which = (np.zeros((1, window_haps.shape[1]), bool), np.zeros(len(queries), int)) \
+            if exclude is None else np.unique(exclude, axis=0, return_inverse=True)
+        rows = query_rows(queries, window.typed)
+        for e, excluded in enumerate(exclusions):
+            members = np.nonzero(which.ravel() == e)[0]
+            context = torch.from_numpy(window_haps[:, ~excluded].T.astype(np.int64)).to(device)
+            memory = model.encode(context, typed)
+            for part, n_real in _passes(len(members), per_pass):
+                log_odds = model.query_log_odds(memory, torch.from_numpy(rows[members[part]]).to(device), typed)
+                out[:, members[part[:n_real]]] = torch.sigmoid(log_odds[:n_real].float()).T.cpu().numpy()
+        return out
+    typed_haps = window_haps[window.typed].T  # (H, t)
+    k = min(k, typed_haps.shape[0] - (0 if exclude is None else int(exclude.sum(axis=1).max())))
+    for part, n_real in _passes(len(queries), per_pass):
         context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part])
         tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
         logits = model.query_logits(tokens, typed)[:n_real]  # (B, U)
-        out[:, start: start + n_real] = torch.sigmoid(logits.float()).T.cpu().numpy()
+        out[:, part[:n_real]] = torch.sigmoid(logits.float()).T.cpu().numpy()
     return out
 
 

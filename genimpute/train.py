@@ -33,33 +33,79 @@ from genimpute.distributed import SINGLE, Distributed
 from genimpute.errors import CheckpointError, InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.models import build_model
+from genimpute.models.kmers import allele_classes, group_columns
 from genimpute.panel import ReferencePanel, array_typed_mask
+from genimpute.predict import window_probabilities
 from genimpute.windows import (
     Window,
     assemble_rows,
     contig_rows,
     nearest_haplotypes,
+    query_rows,
     window_for_block,
 )
 
 log = logging.getLogger(__name__)
 
 
+class _Tensors:
+    """A batch's tensors: moved together, and sliced together to a share of
+    the rows that are predicted (for one process of a distributed run)."""
+
+    _whole = ("typed",)  # fields shared by every row, never sliced
+
+    def to(self, device: torch.device):
+        return type(self)(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+    def share(self, part: slice):
+        return type(self)(**{f.name: getattr(self, f.name) if f.name in self._whole else getattr(self, f.name)[part]
+                             for f in fields(self)})
+
+
 @dataclass
-class Batch:
+class Batch(_Tensors):
+    """Nearest-context backbones: each query with its own context rows."""
+
     tokens: torch.Tensor  # (B, R, M) long, model input
     typed: torch.Tensor  # (M,) bool
     alleles: torch.Tensor  # (B, R, M) float, true alleles
     query_cells: torch.Tensor  # (B, R, M) bool, the query's untyped cells
     masked_cells: torch.Tensor  # (B, R, M) bool, hidden context cells
 
-    def to(self, device: torch.device) -> "Batch":
-        return Batch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+    def counts(self) -> tuple[int, int]:
+        return int(self.query_cells.sum()), int(self.masked_cells.sum())
 
-    def rows(self, part: slice) -> "Batch":
-        """The batch restricted to some of its queries (with their contexts)."""
-        return Batch(**{f.name: getattr(self, f.name) if f.name == "typed" else getattr(self, f.name)[part]
-                        for f in fields(self)})
+    def loss_sums(self, net: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        """(query cross-entropy, context reconstruction) summed over their
+        cells; sums, so that shares of a batch on several processes add up."""
+        bce = F.binary_cross_entropy_with_logits(net(self.tokens, self.typed), self.alleles, reduction="none")
+        return bce[self.query_cells].sum(), bce[self.masked_cells].sum()
+
+
+@dataclass
+class SharedBatch(_Tensors):
+    """Shared-context backbones: one context for all queries, the window's
+    training haplotypes less the queries' samples. Some context rows have
+    their untyped cells hidden and are predicted with the queries."""
+
+    _whole = ("context", "typed", "target_groups")
+
+    context: torch.Tensor  # (R, M) long
+    predicted: torch.Tensor  # (N, M) long, rows to predict: the queries, then the hidden context rows
+    typed: torch.Tensor  # (M,) bool
+    alleles: torch.Tensor  # (N, M) long, their true alleles
+    is_query: torch.Tensor  # (N,) bool
+    target_groups: torch.Tensor  # (Gt, K) untyped columns of each K-mer target token
+
+    def counts(self) -> tuple[int, int]:
+        n_query = int(self.is_query.sum())
+        return n_query * len(self.target_groups), (len(self.is_query) - n_query) * len(self.target_groups)
+
+    def loss_sums(self, net: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = net(self.context, self.predicted, self.typed)  # (N, Gt, 2^K)
+        classes = allele_classes(self.alleles, self.target_groups)  # (N, Gt)
+        ce = F.cross_entropy(logits.transpose(1, 2), classes, reduction="none").sum(1)
+        return ce[self.is_query].sum(), ce[~self.is_query].sum()
 
 
 class TrainingSet:
@@ -121,6 +167,30 @@ class TrainingSet:
         )
 
 
+    def shared_batch(self, window: Window, queries: np.ndarray, kmer: int, rng, mask_rate: float,
+                     missing_rate: float = 0.0) -> SharedBatch:
+        haps = self.panel.haplotypes(window.columns)  # (M, H)
+        query_alleles = haps.T[queries]  # (B, M)
+        missing = (rng.random(query_alleles.shape) < missing_rate) & window.typed
+        seen = np.where(missing, -1, query_alleles.astype(np.int8))
+        # the context: training haplotypes, less the queries' own samples
+        in_context = ~self.is_val
+        in_context[queries] = in_context[queries ^ 1] = False
+        context_alleles = haps.T[in_context].astype(np.int64)  # (R, M)
+        context = context_alleles.copy()
+        hidden = np.nonzero(rng.random(len(context)) < mask_rate)[0]  # datapoints whose labels are hidden
+        context[np.ix_(hidden, np.nonzero(~window.typed)[0])] = MASKED
+        typed = torch.from_numpy(window.typed)
+        return SharedBatch(
+            context=torch.from_numpy(context),
+            predicted=torch.from_numpy(np.concatenate([query_rows(seen, window.typed), context[hidden]])),
+            typed=typed,
+            alleles=torch.from_numpy(np.concatenate([query_alleles.astype(np.int64), context_alleles[hidden]])),
+            is_query=torch.from_numpy(np.arange(len(queries) + len(hidden)) < len(queries)),
+            target_groups=group_columns(torch.nonzero(~typed).squeeze(1), kmer),
+        )
+
+
 def span_mask(rng: np.random.Generator, shape: tuple, rate: float, span: int) -> np.ndarray:
     """Bool mask hiding about `rate` of the cells, in runs of `span` columns."""
     starts = rng.random(shape) < rate / span
@@ -142,13 +212,6 @@ def lr_at(step: int, cfg) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def loss_sums(logits: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-    """(query cross-entropy, context reconstruction) summed over their cells;
-    sums, so that shares of a batch on several processes add up to it."""
-    bce = F.binary_cross_entropy_with_logits(logits, batch.alleles, reduction="none")
-    return bce[batch.query_cells].sum(), bce[batch.masked_cells].sum()
-
-
 def pooled_r2(prob: np.ndarray, truth: np.ndarray) -> float:
     """Squared Pearson correlation over all cells; nan when either is constant."""
     prob, truth = prob.ravel().astype(np.float64), truth.ravel().astype(np.float64)
@@ -158,31 +221,30 @@ def pooled_r2(prob: np.ndarray, truth: np.ndarray) -> float:
 
 
 class Validator:
-    """Fixed held-out windows and queries; r2 of P(alt) on untyped cells."""
+    """Fixed held-out windows and queries; r2 of P(alt) on untyped cells,
+    computed as imputation computes it, the validation samples out of every
+    context."""
 
     def __init__(self, ts: TrainingSet, cfg: RunConfig):
         rng = np.random.default_rng([cfg.train.seed, 11])
-        w = cfg.window
-        self.batches = []
-        if len(ts.val_haps) == 0:
-            return
+        self.k = cfg.window.context
+        self.cases = []
         queries = ts.val_haps[: min(len(ts.val_haps), 32)]
-        for _ in range(cfg.train.val_windows):
-            window = ts.random_window(rng, w.untyped, w.typed)
-            self.batches.append(ts.batch(window, queries, w.context, rng, 0.0, 1))
+        exclude = np.broadcast_to(ts.is_val, (len(queries), len(ts.is_val)))
+        for _ in range(cfg.train.val_windows if len(queries) else 0):
+            window = ts.random_window(rng, cfg.window.untyped, cfg.window.typed)
+            haps = ts.panel.haplotypes(window.columns)  # (M, H)
+            self.cases.append((window, haps, haps[window.typed][:, queries].T, haps[~window.typed][:, queries], exclude))
 
     @torch.no_grad()
     def r2(self, model: torch.nn.Module, device: torch.device) -> float:
-        if not self.batches:
+        if not self.cases:
             return float("nan")
         model.eval()
-        probs, truths = [], []
-        for b in self.batches:
-            logits = model(b.tokens.to(device), b.typed.to(device)).cpu()
-            probs.append(torch.sigmoid(logits[b.query_cells]).numpy())
-            truths.append(b.alleles[b.query_cells].numpy())
+        probs = [window_probabilities(model, window, haps, query_typed, self.k, device, exclude)
+                 for window, haps, query_typed, _, exclude in self.cases]
         model.train()
-        return pooled_r2(np.concatenate(probs), np.concatenate(truths))
+        return pooled_r2(np.concatenate(probs, axis=None), np.concatenate([c[3] for c in self.cases], axis=None))
 
 
 class _StopRequest:
@@ -275,10 +337,12 @@ def train(
             rng = np.random.default_rng([cfg.seed, step])
             window = ts.random_window(rng, w.untyped, w.typed)
             queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
-            full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span, cfg.query_missing_rate)
-            n_query, n_masked = int(full.query_cells.sum()), int(full.masked_cells.sum())
-            batch = full.rows(dist.rows()).to(device)
-            query_sum, recon_sum = loss_sums(net(batch.tokens, batch.typed), batch)
+            if model.shares_context:
+                full = ts.shared_batch(window, queries, config.model.kmer, rng, cfg.mask_rate, cfg.query_missing_rate)
+            else:
+                full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span, cfg.query_missing_rate)
+            n_query, n_masked = full.counts()
+            query_sum, recon_sum = full.share(dist.rows()).to(device).loss_sums(net)
             lam = lam_at(step, cfg)
             # the batch means, as shares of this process; DDP averages gradients over processes, hence x world
             loss = dist.world * (lam * query_sum / n_query + (1 - lam) * recon_sum / max(1, n_masked))

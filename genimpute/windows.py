@@ -165,6 +165,11 @@ def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndar
     context:     (B, k) panel haplotype indices
     """
     rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int64)
-    rows[:, 0] = np.where(typed & (queries >= 0), queries, MASKED)
+    rows[:, 0] = query_rows(queries, typed)
     rows[:, 1:] = window_haps.T[context]
     return rows
+
+
+def query_rows(queries: np.ndarray, typed: np.ndarray) -> np.ndarray:
+    """(B, M) int64 cell tokens of queries (B, M): their untyped cells and missing calls MASKED."""
+    return np.where(typed & (queries >= 0), queries, MASKED).astype(np.int64)

@@ -93,6 +93,29 @@ def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
         torch.testing.assert_close(resumed[name], straight[name], atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("backbone", ["spin", "npssm"])
+def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, tmp_path, data):
+    """The other backbones go through the same commands as msa (the `trained` model)."""
+    args = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
+            *TINY, "--model", backbone]
+    run([*args, "--out", str(tmp_path / "straight")])
+    run([*args[:-len(TINY) - 2], *TINY[:1], "8", *TINY[2:], "--model", backbone, "--out", str(tmp_path / "m")])
+    run([*args, "--out", str(tmp_path / "m"), "--resume"])
+    resumed, straight = (load_model_dir(tmp_path / d) for d in ("m", "straight"))
+    assert resumed.config.model.name == backbone and resumed.provenance["steps"] == 12
+    for name, value in straight.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], value, atol=1e-5, rtol=1e-4)
+    out = tmp_path / "imputed.vcf.gz"
+    run(["-q", "impute", str(data / "targets.omni2.5.vcf.gz"), "--model", str(tmp_path / "m"), "--out", str(out)])
+    header = subprocess.run(["bcftools", "view", "-h", str(out)], check=True, capture_output=True, text=True).stdout
+    assert f"({backbone}, 12 steps)" in header
+    n_imputed = int(subprocess.run(["bcftools", "view", "-H", "-i", "INFO/IMP=1", str(out)], check=True,
+                                   capture_output=True, text=True).stdout.count("\n"))
+    assert n_imputed > 1000
+    result = run(["evaluate", "--truth", str(data / "targets.truth.vcf.gz"), "--labels", backbone, str(out)])
+    assert "all imputed" in result.output and backbone in result.output
+
+
 def test_default_model_location(tmp_path, data, monkeypatch):
     monkeypatch.delenv("GENIMPUTE_MODEL", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))

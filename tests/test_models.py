@@ -3,8 +3,13 @@ import torch
 
 from genimpute.config import MASKED, ModelConfig
 from genimpute.errors import GenimputeError
+from genimpute.config import RunConfig
 from genimpute.models import REGISTRY, build_model
+from genimpute.models.kmers import alt_log_odds
 from genimpute.models.msa import TiedRowAttention
+from genimpute.models.npssm import chunked_scan, reference_scan
+
+NEAREST = sorted(name for name, cls in REGISTRY.items() if not cls.shares_context)
 
 
 def _tokens(b=3, r=5, m=40, seed=0):
@@ -15,7 +20,12 @@ def _tokens(b=3, r=5, m=40, seed=0):
     return tokens, typed
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_registry_has_the_three_backbones():
+    assert sorted(REGISTRY) == ["msa", "npssm", "spin"]
+    assert NEAREST == ["msa", "npssm"]
+
+
+@pytest.mark.parametrize("name", NEAREST)
 def test_forward_backward_shapes(name):
     model = build_model(ModelConfig(name=name, dim=16, layers=2, heads=2))
     tokens, typed = _tokens()
@@ -27,7 +37,7 @@ def test_forward_backward_shapes(name):
     assert any(g.abs().sum() > 0 for g in grads)
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", NEAREST)
 @pytest.mark.parametrize("layers", [1, 3])
 def test_query_logits_are_the_full_passs_query_cells(name, layers):
     """Imputation's shortcut computes the same numbers as the full pass."""
@@ -40,7 +50,7 @@ def test_query_logits_are_the_full_passs_query_cells(name, layers):
 
 
 def test_unknown_model_lists_valid_names():
-    with pytest.raises(GenimputeError, match="msa"):
+    with pytest.raises(GenimputeError, match="msa, npssm, spin"):
         build_model(ModelConfig(name="nonesuch"))
 
 
@@ -86,3 +96,101 @@ def test_too_many_columns_is_an_error():
     tokens, typed = _tokens(m=11)
     with pytest.raises(ValueError, match="at most 10"):
         model(tokens, typed)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_checkpoint_reloads_into_an_identical_model(name, tmp_path):
+    """Weights and the config saved as a model directory does rebuild the same model."""
+    torch.manual_seed(0)
+    config = RunConfig(model=ModelConfig(name=name, dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8))
+    model = build_model(config.model).eval()
+    torch.save({"model": model.state_dict()}, tmp_path / "w.pt")
+    again = build_model(RunConfig.from_dict(config.to_dict()).model).eval()
+    again.load_state_dict(torch.load(tmp_path / "w.pt")["model"])
+    tokens, typed = _tokens(b=2, r=6, m=30)
+    with torch.no_grad():
+        if model.shares_context:
+            outputs = [m.query_log_odds(m.encode(tokens[0, 1:], typed), tokens[:, 0], typed) for m in (model, again)]
+        else:
+            outputs = [m.query_logits(tokens, typed) for m in (model, again)]
+    torch.testing.assert_close(outputs[0], outputs[1], atol=0, rtol=0)
+
+
+# SPIN
+
+def _spin(**kw):
+    torch.manual_seed(0)
+    return build_model(ModelConfig(name="spin", dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8, **kw))
+
+
+def test_spin_forward_backward_shapes():
+    model = _spin()
+    tokens, typed = _tokens(b=1, r=12, m=41)
+    n_untyped = int((~typed).sum())
+    logits = model(tokens[0, 1:], tokens[0, :3], typed)  # encode 11 context rows, predict 3 rows
+    assert logits.shape == (3, -(-n_untyped // 3), 2 ** 3)
+    logits.logsumexp(-1).sum().backward()
+    grads = [p.grad for p in model.parameters()]
+    assert all(g is not None and g.abs().sum() > 0 for g in grads)
+
+
+def test_spin_encode_once_equals_the_full_model_per_query():
+    """Imputation encodes the panel once and predicts every query from it:
+    the same numbers as a full pass (encode + predict) for each query alone."""
+    model = _spin().eval()
+    tokens, typed = _tokens(b=1, r=20, m=50)
+    context, queries = tokens[0, 4:], tokens[0, :4].clone()
+    queries[:, ~typed] = MASKED
+    groups = model.target_groups(typed)
+    with torch.no_grad():
+        once = model.query_log_odds(model.encode(context, typed), queries, typed)
+        alone = torch.cat([alt_log_odds(model(context, queries[i:i + 1], typed), groups) for i in range(4)])
+    assert once.shape == (4, int((~typed).sum()))
+    torch.testing.assert_close(once, alone, atol=1e-5, rtol=1e-5)
+
+
+def test_spin_context_is_a_set():
+    """The encoder pools over haplotypes: their order does not matter, their alleles do."""
+    model = _spin().eval()
+    tokens, typed = _tokens(b=1, r=15, m=30)
+    context, query = tokens[0, 1:], tokens[0, :1]
+    with torch.no_grad():
+        out = model.query_log_odds(model.encode(context, typed), query, typed)
+        shuffled = model.query_log_odds(model.encode(context[torch.randperm(len(context))], typed), query, typed)
+        other = model.query_log_odds(model.encode(1 - context, typed), query, typed)
+    torch.testing.assert_close(out, shuffled, atol=1e-5, rtol=1e-5)
+    assert (out - other).abs().max() > 1e-3
+
+
+def test_spin_too_many_columns_is_an_error():
+    model = build_model(ModelConfig(name="spin", dim=8, heads=2, max_columns=10))
+    tokens, typed = _tokens(b=1, m=11)
+    with pytest.raises(ValueError, match="at most 10"):
+        model.encode(tokens[0], typed)
+
+
+# NPSSM
+
+@pytest.mark.parametrize("length,chunk", [(1, 4), (7, 4), (32, 8), (45, 16), (300, 32)])
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
+def test_chunked_scan_matches_the_step_by_step_scan(length, chunk, dtype, tol):
+    g = torch.Generator().manual_seed(length)
+    n, h, p, s = 3, 4, 8, 16
+    x = torch.randn(n, length, h, p, generator=g, dtype=dtype)
+    dt = torch.rand(n, length, h, generator=g, dtype=dtype) * 0.3 + 1e-3
+    a = -torch.rand(h, generator=g, dtype=dtype) * 2
+    b, c = (torch.randn(n, length, s, generator=g, dtype=dtype) / s ** 0.5 for _ in range(2))
+    expected = reference_scan(x, dt, a, b, c)
+    torch.testing.assert_close(chunked_scan(x, dt, a, b, c, chunk=chunk), expected, atol=tol, rtol=tol)
+
+
+def test_npssm_reads_rows_in_order():
+    """Unlike MSA, NPSSM scans along the haplotypes: the context's order
+    (nearest first) is information, so reordering it changes the query's output."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(name="npssm", dim=16, layers=1, heads=2)).eval()
+    tokens, typed = _tokens(b=1, r=6)
+    with torch.no_grad():
+        out = model.query_logits(tokens, typed)
+        reordered = model.query_logits(tokens[:, [0, 5, 4, 3, 2, 1]], typed)
+    assert (out - reordered).abs().max() > 1e-4

@@ -1,10 +1,19 @@
-"""Backbones behind one interface, chosen by name.
+"""Backbones, chosen by name. Cell tokens are REF/ALT/MASKED (see
+genimpute.config); `typed` is a window's (M,) typed-column mask. A backbone's
+`shares_context` says which of two interfaces it has.
 
-Every backbone maps cell tokens (B, R, M) (row 0 the query, rows 1.. its
-context; see genimpute.config for the token values) and a (M,) typed-column
-mask to alt-allele logits (B, R, M) with `forward`, and to the query row's
-logits at the untyped columns (B, U) with `query_logits`, which imputation
-calls: a backbone computes only what those cells need there.
+Nearest-context backbones (msa, npssm; shares_context False): each query has
+its own context, its k nearest panel haplotypes. `forward(tokens, typed)`
+maps (B, R, M) tokens (row 0 the query, rows 1.. its context) to alt-allele
+logits (B, R, M); `query_logits` gives the query row's at the untyped
+columns (B, U), computing only what those cells need.
+
+Shared-context backbones (spin; shares_context True): every query of a
+window shares one context, the window's panel haplotypes, encoded once.
+`encode(context (R, M), typed)` gives a memory; `query_log_odds(memory,
+rows (B, M), typed)` the alt-allele log-odds (B, U) of the rows' untyped
+columns; `forward(context, rows, typed)` the training pass, in the backbone's
+own output classes (SPIN: K-mer classes).
 """
 
 from __future__ import annotations
@@ -12,9 +21,13 @@ from __future__ import annotations
 from genimpute.config import ModelConfig
 from genimpute.errors import GenimputeError
 from genimpute.models.msa import MSATransformer
+from genimpute.models.npssm import NPSSM
+from genimpute.models.spin import SPIN
 
 REGISTRY = {
     "msa": MSATransformer,
+    "npssm": NPSSM,
+    "spin": SPIN,
 }
 
 

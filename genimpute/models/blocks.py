@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from genimpute.config import N_TOKENS, ModelConfig
@@ -32,14 +33,11 @@ class CellEmbedding(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, config: ModelConfig):
+    """Pre-LayerNorm MLP with a residual."""
+
+    def __init__(self, dim: int, mult: int):
         super().__init__()
-        self.net = nn.Sequential(
-            nn.LayerNorm(config.dim),
-            nn.Linear(config.dim, config.ffn_mult * config.dim),
-            nn.GELU(),
-            nn.Linear(config.ffn_mult * config.dim, config.dim),
-        )
+        self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, mult * dim), nn.GELU(), nn.Linear(mult * dim, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.net(x)
@@ -55,3 +53,26 @@ class AlleleHead(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.out(self.norm(x)).squeeze(-1)
+
+
+class CrossAttentionBlock(nn.Module):
+    """x attends to y (pre-LayerNorm, residual), then a feed-forward block:
+    (N, Lx, D), (N, Ly, D) -> (N, Lx, D). With y = x it is self-attention."""
+
+    def __init__(self, dim: int, heads: int, ffn_mult: int):
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim {dim} must be divisible by heads {heads}")
+        self.heads = heads
+        self.norm_x, self.norm_y = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.q, self.kv = nn.Linear(dim, dim), nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.ffn = FeedForward(dim, ffn_mult)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        def by_head(t):  # (N, L, D) -> (N, H, L, D/H)
+            return t.reshape(*t.shape[:2], self.heads, -1).transpose(1, 2)
+
+        k, v = self.kv(self.norm_y(y)).chunk(2, dim=-1)
+        out = F.scaled_dot_product_attention(by_head(self.q(self.norm_x(x))), by_head(k), by_head(v))
+        return self.ffn(x + self.out(out.transpose(1, 2).reshape(x.shape)))

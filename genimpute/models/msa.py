@@ -69,12 +69,14 @@ class ColumnAttention(_Attention):
 
 
 class MSATransformer(nn.Module):
+    shares_context = False  # each query has its own nearest-haplotype context
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
         self.embed = CellEmbedding(config)
         self.layers = nn.ModuleList(
-            nn.ModuleList([TiedRowAttention(config), ColumnAttention(config), FeedForward(config)])
+            nn.ModuleList([TiedRowAttention(config), ColumnAttention(config), FeedForward(config.dim, config.ffn_mult)])
             for _ in range(config.layers)
         )
         self.head = AlleleHead(config)

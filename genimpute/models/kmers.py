@@ -1,0 +1,60 @@
+"""K-mer tokens (SPIN, Rastogi et al. 2024): K consecutive variants of one
+kind (untyped, or typed) make one token.
+
+As input a token is coded from its cells' values {REF, ALT, MASKED} in base 3
+(3^K codes), so a token may be partly masked (a missing call). As output a
+target token is one of 2^K allele classes; `alt_log_odds` marginalises the
+classes back to per-variant P(alt). The last group of a kind is padded with
+-1 columns, which read as MASKED and count as REF in classes.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from genimpute.config import MASKED
+
+
+def group_columns(columns: torch.Tensor, k: int) -> torch.Tensor:
+    """(G, K) column indices: `columns` (increasing) in runs of `k`, the last padded with -1."""
+    n_groups = -(-len(columns) // k)
+    groups = torch.full((n_groups * k,), -1, dtype=torch.long, device=columns.device)
+    groups[: len(columns)] = columns
+    return groups.reshape(n_groups, k)
+
+
+def _cells(values: torch.Tensor, groups: torch.Tensor, pad: int) -> torch.Tensor:
+    # values (..., M) -> (..., G, K), pad where a group has no column
+    cells = values[..., groups.clamp(min=0)]
+    return cells.masked_fill(groups < 0, pad)
+
+
+def input_codes(tokens: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """(..., G) codes in [0, 3^K) of cell tokens (..., M) in {REF, ALT, MASKED}."""
+    k = groups.shape[1]
+    weights = 3 ** torch.arange(k, device=tokens.device)
+    return (_cells(tokens, groups, MASKED) * weights).sum(-1)
+
+
+def allele_classes(alleles: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """(..., G) classes in [0, 2^K) of 0/1 alleles (..., M): bit j is the group's j-th variant."""
+    k = groups.shape[1]
+    weights = 2 ** torch.arange(k, device=alleles.device)
+    return (_cells(alleles.long(), groups, 0) * weights).sum(-1)
+
+
+def class_bits(k: int, device=None) -> torch.Tensor:
+    """(2^K, K) bool: bit j of each class."""
+    classes = torch.arange(2 ** k, device=device)
+    return (classes[:, None] >> torch.arange(k, device=device)) & 1 == 1
+
+
+def alt_log_odds(class_logits: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """(..., G, 2^K) class logits -> (..., N) log P(alt) / P(ref) of each of
+    the N real (unpadded) grouped columns, in group order."""
+    bits = class_bits(groups.shape[1], class_logits.device)  # (2^K, K)
+    logits = class_logits.unsqueeze(-1)  # (..., G, 2^K, 1)
+    neg_inf = torch.finfo(logits.dtype).min
+    alt = torch.logsumexp(logits.masked_fill(~bits, neg_inf), dim=-2)  # (..., G, K)
+    ref = torch.logsumexp(logits.masked_fill(bits, neg_inf), dim=-2)
+    return (alt - ref).flatten(-2)[..., (groups >= 0).flatten()]
