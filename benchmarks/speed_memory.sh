@@ -28,21 +28,8 @@ parts=${PARTS:-1 2 3 4}
 mkdir -p "$out"
 cd "$out"
 
-timed() {  # timed NAME CMD... : run CMD, record wall seconds and peak RSS in NAME.time
-  local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$name.time" "$@" > "$name.log" 2>&1
-  read -r wall kb < "$name.time"
-  printf '  %-28s wall %8.1f s  peak RSS %5.2f GB\n' "$name" "$wall" "$(echo "$kb / 1048576" | bc -l)"
-}
-ratio() {  # ratio A B : A's wall time and peak RSS over B's
-  read -r wa ma < "$1.time"; read -r wb mb < "$2.time"
-  printf '  %s / %s: wall %.1fx, peak RSS %.1fx\n' "$1" "$2" "$(echo "$wa / $wb" | bc -l)" "$(echo "$ma / $mb" | bc -l)"
-}
+source "$root/benchmarks/lib.sh"
 part() { [[ " $parts " == *" $1 "* ]]; }
-minimac4_run() {  # minimac4_run NAME PANEL TARGETS : compress the panel (not timed), then impute
-  minimac4 --compress-reference "$2" > "$1.msav" 2> "$1.compress.log"
-  timed "$1" minimac4 -t 2 -f GT,DS,HDS -O vcf.gz -o "$1.vcf.gz" "$1.msav" "$3"
-}
 
 if part 1; then
 echo "1. chr20_1kgp1, 101 targets (Omni2.5), whole panel:"

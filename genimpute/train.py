@@ -8,6 +8,10 @@ cells (what imputation needs) with reconstruction of span-masked context
 cells, moving linearly towards the query term. A held-out set of panel
 samples gives the validation r2.
 
+Shared-context backbones (SPIN) see instead one context per step, the
+window's training haplotypes less the queries' samples; the untyped cells of
+a share of them are hidden and predicted with the queries.
+
 Batches depend only on (seed, step), so a resumed run draws the same batches
 as an uninterrupted one.
 """
