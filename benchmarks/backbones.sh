@@ -50,10 +50,11 @@ for t in beagle minimac4; do
 done
 for b in $backbones; do ratio "impute_$b" beagle; done
 
-labels=$(echo $backbones beagle minimac4 | tr ' ' ',')
-files=$(for b in $backbones; do echo "$b.vcf.gz"; done)
+read -r -a names <<< "$backbones"
+files=("${names[@]/%/.vcf.gz}")
+labels=$(IFS=,; echo "${names[*]},beagle,minimac4")
 genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$panel" --labels "$labels" \
-  $files beagle.region.vcf.gz minimac4.region.vcf.gz | tee r2.txt
+  "${files[@]}" beagle.region.vcf.gz minimac4.region.vcf.gz | tee r2.txt
 
 BACKBONES="$backbones" python - <<'PY'
 import json, os

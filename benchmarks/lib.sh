@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the benchmark scripts (sourced, not run).
 
 timed() {  # timed NAME CMD... : run CMD, record wall seconds and peak RSS in NAME.time, output in NAME.log

@@ -76,3 +76,21 @@ class CrossAttentionBlock(nn.Module):
         k, v = self.kv(self.norm_y(y)).chunk(2, dim=-1)
         out = F.scaled_dot_product_attention(by_head(self.q(self.norm_x(x))), by_head(k), by_head(v))
         return self.ffn(x + self.out(out.transpose(1, 2).reshape(x.shape)))
+
+
+class AxialBackbone(nn.Module):
+    """A nearest-context backbone's frame: cell embedding, `layers` of
+    (mixing along variants, mixing along haplotypes, feed-forward), allele head.
+    Subclasses say how the two mixers are built and applied."""
+
+    shares_context = False  # each query has its own nearest-haplotype context
+
+    def __init__(self, config: ModelConfig, along_variants, along_haplotypes):
+        super().__init__()
+        self.config = config
+        self.embed = CellEmbedding(config)
+        self.layers = nn.ModuleList(
+            nn.ModuleList([along_variants(), along_haplotypes(), FeedForward(config.dim, config.ffn_mult)])
+            for _ in range(config.layers)
+        )
+        self.head = AlleleHead(config)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from genimpute.config import ModelConfig
-from genimpute.models.blocks import AlleleHead, CellEmbedding, FeedForward
+from genimpute.models.blocks import AxialBackbone
 
 
 class _Attention(nn.Module):
@@ -68,18 +68,9 @@ class ColumnAttention(_Attention):
         return x + self.out(out.permute(0, 3, 1, 2, 4).reshape(x.shape))
 
 
-class MSATransformer(nn.Module):
-    shares_context = False  # each query has its own nearest-haplotype context
-
+class MSATransformer(AxialBackbone):
     def __init__(self, config: ModelConfig):
-        super().__init__()
-        self.config = config
-        self.embed = CellEmbedding(config)
-        self.layers = nn.ModuleList(
-            nn.ModuleList([TiedRowAttention(config), ColumnAttention(config), FeedForward(config.dim, config.ffn_mult)])
-            for _ in range(config.layers)
-        )
-        self.head = AlleleHead(config)
+        super().__init__(config, lambda: TiedRowAttention(config), lambda: ColumnAttention(config))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
         # tokens (B, R, M) long, typed (M,) bool -> logits (B, R, M)

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from genimpute.config import ModelConfig
-from genimpute.models.blocks import AlleleHead, CellEmbedding, FeedForward
+from genimpute.models.blocks import AxialBackbone
 
 SCAN_CHUNK = 32  # sequence positions per chunk of the CPU scan
 _EXPAND, _HEAD_DIM, _CONV = 2, 16, 4
@@ -136,19 +136,9 @@ class BiMamba(nn.Module):
         return u + self.out_proj(self.out_norm(y) * F.silu(z))
 
 
-class NPSSM(nn.Module):
-    shares_context = False  # each query has its own nearest-haplotype context
-
+class NPSSM(AxialBackbone):
     def __init__(self, config: ModelConfig):
-        super().__init__()
-        self.config = config
-        self.embed = CellEmbedding(config)
-        self.layers = nn.ModuleList(
-            nn.ModuleList([BiMamba(config.dim, config.state), BiMamba(config.dim, config.state),
-                           FeedForward(config.dim, config.ffn_mult)])
-            for _ in range(config.layers)
-        )
-        self.head = AlleleHead(config)
+        super().__init__(config, lambda: BiMamba(config.dim, config.state), lambda: BiMamba(config.dim, config.state))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
         # tokens (B, R, M) long, typed (M,) bool -> logits (B, R, M)
