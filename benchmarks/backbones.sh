@@ -11,6 +11,8 @@
 # panel (seconds) and are scored on REGION too.
 #
 #   bash benchmarks/backbones.sh [out dir]
+# Run again on the same out dir, it keeps the steps an earlier (killed) run
+# finished and does the rest; start from an empty dir for a fresh run.
 #   env: TRAIN_MINUTES (default 30), BACKBONES (default "spin msa npssm"), REGION
 #
 # Needs: genimpute installed; beagle, minimac4, bcftools, tabix on PATH.
@@ -33,6 +35,7 @@ lr_for() { case $1 in spin) echo 3e-3 ;; *) echo 1e-3 ;; esac; }
 
 echo "training, $train_minutes min each:"
 for b in $backbones; do
+  kept "train_$b" && continue
   rm -rf "model_$b"
   # steps far beyond the budget: the budget stops training, the learning rate stays near its peak
   timed "train_$b" genimpute -v train --ref "$panel" --array "$shared/arrays/omni2.5_chr20_b37.txt" --model "$b" \
@@ -40,10 +43,10 @@ for b in $backbones; do
 done
 echo "imputing $region:"
 for b in $backbones; do
-  timed "impute_$b" genimpute -q impute "$targets" --model "model_$b" --region "$region" --out "$b.vcf.gz" --force
+  kept "impute_$b" || timed "impute_$b" genimpute -q impute "$targets" --model "model_$b" --region "$region" --out "$b.vcf.gz" --force
 done
-timed beagle beagle ref="$panel" gt="$targets" map="$shared/maps/plink.chr20.GRCh37.map" out=beagle nthreads=2
-minimac4_run minimac4 "$panel" "$targets"
+kept beagle || timed beagle beagle ref="$panel" gt="$targets" map="$shared/maps/plink.chr20.GRCh37.map" out=beagle nthreads=2
+kept minimac4 || minimac4_run minimac4 "$panel" "$targets"
 for t in beagle minimac4; do
   tabix -f -p vcf "$t.vcf.gz"
   bcftools view -r "$region" -Oz -o "$t.region.vcf.gz" "$t.vcf.gz" && tabix -f -p vcf "$t.region.vcf.gz"

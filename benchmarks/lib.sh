@@ -3,9 +3,23 @@
 
 timed() {  # timed NAME CMD... : run CMD, record wall seconds and peak RSS in NAME.time, output in NAME.log
   local name=$1; shift
-  /usr/bin/time -f "%e %M" -o "$name.time" "$@" > "$name.log" 2>&1
-  read -r wall kb < "$name.time"
-  printf '  %-28s wall %8.1f s  peak RSS %5.2f GB\n' "$name" "$wall" "$(echo "$kb / 1048576" | bc -l)"
+  if ! /usr/bin/time -f "%e %M" -o "$name.time" "$@" > "$name.log" 2>&1; then
+    rm -f "$name.time"  # so that a rerun does not keep it
+    echo "$name failed; see $PWD/$name.log" >&2
+    return 1
+  fi
+  report "$name"
+}
+
+report() {  # report NAME [NOTE] : print NAME.time
+  local wall kb
+  read -r wall kb < "$1.time"
+  printf '  %-28s wall %8.1f s  peak RSS %5.2f GB%s\n' "$1" "$wall" "$(echo "$kb / 1048576" | bc -l)" "${2:+  $2}"
+}
+
+kept() {  # kept NAME : true, and NAME's figures printed, if an earlier run finished NAME
+  # (time writes NAME.time when the command ends, so a killed step leaves it empty)
+  [[ -s $1.time ]] && report "$1" "(kept from an earlier run)"
 }
 
 ratio() {  # ratio A B : A's wall time and peak RSS over B's
