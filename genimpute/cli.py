@@ -67,7 +67,8 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Phased reference panel VCF/BCF (biallelic).")
 @click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: 'CHROM POS [REF ALT]' per line.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
-@click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True, help="Backbone.")
+@click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True,
+              help="Backbone: msa, npssm or spin (spin does not yet learn to impute across windows; BENCHMARKS.md).")
 @click.option("--steps", type=int, default=_DEFAULTS.train.steps, show_default=True, help="Training steps.")
 @click.option("--max-minutes", type=float, default=_DEFAULTS.train.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
 @click.option("--batch-size", type=int, default=_DEFAULTS.train.batch_size, show_default=True, help="Query haplotypes per step.")
