@@ -68,7 +68,7 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: 'CHROM POS [REF ALT]' per line.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True,
-              help="Backbone: msa, npssm or spin (spin does not yet learn to impute across windows; BENCHMARKS.md).")
+              help="Backbone: msa, npssm or spin (spin learns to impute across windows only with --neighbours; BENCHMARKS.md).")
 @click.option("--steps", type=int, default=_DEFAULTS.train.steps, show_default=True, help="Training steps.")
 @click.option("--max-minutes", type=float, default=_DEFAULTS.train.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
 @click.option("--batch-size", type=int, default=_DEFAULTS.train.batch_size, show_default=True, help="Query haplotypes per step.")
@@ -79,6 +79,10 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--dim", type=int, default=_DEFAULTS.model.dim, show_default=True)
 @click.option("--layers", type=int, default=_DEFAULTS.model.layers, show_default=True)
 @click.option("--heads", type=int, default=_DEFAULTS.model.heads, show_default=True)
+@click.option("--neighbours", type=int, default=_DEFAULTS.model.neighbours, show_default=True,
+              help="spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN).")
+@click.option("--maf-weight", type=float, default=_DEFAULTS.train.maf_weight, show_default=True,
+              help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; msa and npssm).")
 @click.option("--seed", type=int, default=_DEFAULTS.train.seed, show_default=True)
 @click.option("--checkpoint-every", type=int, default=_DEFAULTS.train.checkpoint_every, show_default=True, help="Steps between checkpoints.")
 @click.option("--validate-every", type=int, default=_DEFAULTS.train.validate_every, show_default=True, help="Steps between validation r2 reports.")
@@ -87,7 +91,7 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, seed, checkpoint_every, validate_every, resume, device, distributed):
+          layers, heads, neighbours, maf_weight, seed, checkpoint_every, validate_every, resume, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
     from genimpute.modeldir import default_model_dir
@@ -97,9 +101,10 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
     def build():
         return RunConfig(
             window=WindowConfig(untyped=untyped, typed=typed, context=context),
-            model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads),
+            model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads, neighbours=neighbours),
             train=replace(_DEFAULTS.train, steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
-                          seed=seed, checkpoint_every=checkpoint_every, validate_every=validate_every),
+                          seed=seed, checkpoint_every=checkpoint_every, validate_every=validate_every,
+                          maf_weight=maf_weight),
         )
 
     config = _run(_checked_config, build)

@@ -31,8 +31,17 @@ class ModelConfig:
     kmer: int = 5  # K: consecutive untyped (or typed) variants per token, 2^K classes
     latents: int = 8  # F': latent attributes each haplotype is summarised into
     inducing: int = 64  # h: inducing points summarising a window's panel haplotypes
+    # nearest panel haplotypes (L1 on typed sites) whose target tokens each
+    # query reads, column by column; 0 is the paper's SPIN
+    neighbours: int = 0
     # NPSSM only
     state: int = 16  # S: state size of each selective scan
+
+    def __post_init__(self):
+        if self.neighbours < 0:
+            raise ValueError(f"neighbours must be >= 0; found {self.neighbours}")
+        if self.neighbours and self.name != "spin":
+            raise ValueError(f"neighbours: only the spin backbone reads neighbours; found model {self.name}")
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,13 @@ class TrainConfig:
     mask_rate: float = 0.10  # share of context cells hidden for reconstruction
     mask_span: int = 8  # hidden cells come in runs of this many variants
     query_missing_rate: float = 0.02  # share of the query's typed cells hidden, as missing calls are
+    # the query's untyped cells weighted by MAF^-maf_weight (MAF among training
+    # haplotypes), scaled to mean 1 per window; 0 weights them equally
+    maf_weight: float = 0.0
+
+    def __post_init__(self):
+        if self.maf_weight < 0:
+            raise ValueError(f"maf_weight must be >= 0; found {self.maf_weight}")
 
 
 @dataclass(frozen=True)

@@ -57,10 +57,15 @@ def window_probabilities(
         rows = query_rows(queries, window.typed)
         for e, excluded in enumerate(exclusions):
             members = np.nonzero(which.ravel() == e)[0]
-            context = torch.from_numpy(window_haps[:, ~excluded].T.astype(np.int64)).to(device)
-            memory = model.encode(context, typed)
+            context_haps = window_haps[:, ~excluded].T  # (R, M)
+            memory = model.encode(torch.from_numpy(context_haps.astype(np.int64)).to(device), typed)
             for part, n_real in _passes(len(members), per_pass):
-                log_odds = model.query_log_odds(memory, torch.from_numpy(rows[members[part]]).to(device), typed)
+                neighbours = None
+                if model.neighbours:  # the rows it reads: nearest in the context, by index
+                    neighbours = torch.from_numpy(nearest_haplotypes(
+                        query_typed[members[part]], context_haps[:, window.typed], model.neighbours)).to(device)
+                log_odds = model.query_log_odds(memory, torch.from_numpy(rows[members[part]]).to(device), typed,
+                                                neighbours)
                 out[:, members[part[:n_real]]] = torch.sigmoid(log_odds[:n_real].float()).T.cpu().numpy()
         return out
     typed_haps = window_haps[window.typed].T  # (H, t)

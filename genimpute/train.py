@@ -36,7 +36,7 @@ from genimpute.config import MASKED, RunConfig
 from genimpute.distributed import SINGLE, Distributed
 from genimpute.errors import CheckpointError, InputError
 from genimpute.io.array_list import read_array_list
-from genimpute.models import build_model
+from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import allele_classes, group_columns
 from genimpute.panel import ReferencePanel, array_typed_mask
 from genimpute.predict import window_probabilities
@@ -56,7 +56,7 @@ class _Tensors:
     """A batch's tensors: moved together, and sliced together to a share of
     the rows that are predicted (for one process of a distributed run)."""
 
-    _whole = ("typed",)  # fields shared by every row, never sliced
+    _whole = ("typed", "weights")  # fields shared by every row, never sliced
 
     def to(self, device: torch.device):
         return type(self)(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
@@ -75,15 +75,16 @@ class Batch(_Tensors):
     alleles: torch.Tensor  # (B, R, M) float, true alleles
     query_cells: torch.Tensor  # (B, R, M) bool, the query's untyped cells
     masked_cells: torch.Tensor  # (B, R, M) bool, hidden context cells
+    weights: torch.Tensor  # (M,) float, weight of each column's query cells
 
     def counts(self) -> tuple[int, int]:
         return int(self.query_cells.sum()), int(self.masked_cells.sum())
 
     def loss_sums(self, net: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-        """(query cross-entropy, context reconstruction) summed over their
-        cells; sums, so that shares of a batch on several processes add up."""
+        """(weighted query cross-entropy, context reconstruction) summed over
+        their cells; sums, so that shares of a batch on several processes add up."""
         bce = F.binary_cross_entropy_with_logits(net(self.tokens, self.typed), self.alleles, reduction="none")
-        return bce[self.query_cells].sum(), bce[self.masked_cells].sum()
+        return (bce * self.weights)[self.query_cells].sum(), bce[self.masked_cells].sum()
 
 
 @dataclass
@@ -100,13 +101,15 @@ class SharedBatch(_Tensors):
     alleles: torch.Tensor  # (N, M) long, their true alleles
     is_query: torch.Tensor  # (N,) bool
     target_groups: torch.Tensor  # (Gt, K) untyped columns of each K-mer target token
+    neighbours: torch.Tensor  # (N, n) long, each predicted row's nearest context rows (n = 0: not read)
 
     def counts(self) -> tuple[int, int]:
         n_query = int(self.is_query.sum())
         return n_query * len(self.target_groups), (len(self.is_query) - n_query) * len(self.target_groups)
 
     def loss_sums(self, net: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = net(self.context, self.predicted, self.typed)  # (N, Gt, 2^K)
+        neighbours = self.neighbours if self.neighbours.shape[1] else None
+        logits = net(self.context, self.predicted, self.typed, neighbours)  # (N, Gt, 2^K)
         classes = allele_classes(self.alleles, self.target_groups)  # (N, Gt)
         ce = F.cross_entropy(logits.transpose(1, 2), classes, reduction="none").sum(1)
         return ce[self.is_query].sum(), ce[~self.is_query].sum()
@@ -141,8 +144,19 @@ class TrainingSet:
         start = rng.integers(0, max(1, len(untyped) - n_untyped + 1))
         return window_for_block(untyped[start: start + n_untyped], typed, self.panel.positions, n_typed, c)
 
+    def maf_weights(self, window: Window, haps: np.ndarray, exponent: float) -> np.ndarray:
+        """(M,) float32: 1 at typed columns; MAF^-exponent at untyped ones,
+        MAF among training haplotypes (at least one haplotype's share), scaled to mean 1."""
+        weights = np.ones(len(window.typed), np.float32)
+        if exponent:
+            alt = haps[~window.typed][:, self.train_haps].mean(axis=1)
+            maf = np.maximum(np.minimum(alt, 1 - alt), 1 / len(self.train_haps))
+            untyped = maf ** -exponent
+            weights[~window.typed] = untyped / untyped.mean()
+        return weights
+
     def batch(self, window: Window, queries: np.ndarray, k: int, rng, mask_rate: float, mask_span: int,
-              missing_rate: float = 0.0) -> Batch:
+              missing_rate: float = 0.0, maf_weight: float = 0.0) -> Batch:
         haps = self.panel.haplotypes(window.columns)  # (M, H)
         typed_haps = haps[window.typed].T  # (H, t)
         query_alleles = haps.T[queries]  # (B, M)
@@ -168,11 +182,12 @@ class TrainingSet:
             alleles=torch.from_numpy(alleles.astype(np.float32)),
             query_cells=torch.from_numpy(query_cells),
             masked_cells=torch.from_numpy(masked),
+            weights=torch.from_numpy(self.maf_weights(window, haps, maf_weight)),
         )
 
 
     def shared_batch(self, window: Window, queries: np.ndarray, kmer: int, rng, mask_rate: float,
-                     missing_rate: float = 0.0) -> SharedBatch:
+                     missing_rate: float = 0.0, neighbours: int = 0) -> SharedBatch:
         haps = self.panel.haplotypes(window.columns)  # (M, H)
         query_alleles = haps.T[queries]  # (B, M)
         missing = (rng.random(query_alleles.shape) < missing_rate) & window.typed
@@ -180,11 +195,20 @@ class TrainingSet:
         # the context: training haplotypes, less the queries' own samples
         in_context = ~self.is_val
         in_context[queries] = in_context[queries ^ 1] = False
-        context_alleles = haps.T[in_context].astype(np.int64)  # (R, M)
+        context_haps = np.nonzero(in_context)[0]  # panel haplotype of each context row
+        context_alleles = haps.T[context_haps].astype(np.int64)  # (R, M)
         context = context_alleles.copy()
         hidden = np.nonzero(rng.random(len(context)) < mask_rate)[0]  # datapoints whose labels are hidden
         context[np.ix_(hidden, np.nonzero(~window.typed)[0])] = MASKED
         typed = torch.from_numpy(window.typed)
+        nearest = np.empty((len(queries) + len(hidden), 0), np.int64)
+        if neighbours:
+            # a hidden row reads neither itself nor its sample's other haplotype, as a query its own sample
+            exclude = np.zeros((len(nearest), len(context)), bool)
+            own_sample = (context_haps[None, :] // 2) == (context_haps[hidden, None] // 2)  # (hidden, R)
+            exclude[len(queries):] = own_sample
+            predicted_typed = np.concatenate([seen, context_alleles[hidden]])[:, window.typed]
+            nearest = nearest_haplotypes(predicted_typed, context_alleles[:, window.typed], neighbours, exclude)
         return SharedBatch(
             context=torch.from_numpy(context),
             predicted=torch.from_numpy(np.concatenate([query_rows(seen, window.typed), context[hidden]])),
@@ -192,6 +216,7 @@ class TrainingSet:
             alleles=torch.from_numpy(np.concatenate([query_alleles.astype(np.int64), context_alleles[hidden]])),
             is_query=torch.from_numpy(np.arange(len(queries) + len(hidden)) < len(queries)),
             target_groups=group_columns(torch.nonzero(~typed).squeeze(1), kmer),
+            neighbours=torch.from_numpy(nearest),
         )
 
 
@@ -283,6 +308,8 @@ def train(
     Under torchrun, `dist` shares each batch among the processes (see
     genimpute.distributed); only its main process writes."""
     out = Path(out)
+    if config.train.maf_weight and REGISTRY[config.model.name].shares_context:
+        raise InputError(f"--maf-weight: expected a nearest-context backbone (msa, npssm); found {config.model.name}")
     panel = ReferencePanel.from_vcf(ref)
     sites = read_array_list(array)
     typed_mask = array_typed_mask(panel, sites)
@@ -342,9 +369,11 @@ def train(
             window = ts.random_window(rng, w.untyped, w.typed)
             queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
             if model.shares_context:
-                full = ts.shared_batch(window, queries, config.model.kmer, rng, cfg.mask_rate, cfg.query_missing_rate)
+                full = ts.shared_batch(window, queries, config.model.kmer, rng, cfg.mask_rate, cfg.query_missing_rate,
+                                       config.model.neighbours)
             else:
-                full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span, cfg.query_missing_rate)
+                full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span, cfg.query_missing_rate,
+                                cfg.maf_weight)
             n_query, n_masked = full.counts()
             query_sum, recon_sum = full.share(dist.rows()).to(device).loss_sums(net)
             lam = lam_at(step, cfg)

@@ -93,14 +93,15 @@ def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
         torch.testing.assert_close(resumed[name], straight[name], atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("backbone", ["spin", "npssm"])
-def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, tmp_path, data):
+@pytest.mark.parametrize("backbone,flags", [("spin", []), ("npssm", []), ("spin", ["--neighbours", "4"])],
+                         ids=["spin", "npssm", "spin-neighbours"])
+def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp_path, data):
     """The other backbones go through the same commands as msa (the `trained` model)."""
-    args = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
-            *TINY, "--model", backbone]
-    run([*args, "--out", str(tmp_path / "straight")])
-    run([*args[:-len(TINY) - 2], *TINY[:1], "8", *TINY[2:], "--model", backbone, "--out", str(tmp_path / "m")])
-    run([*args, "--out", str(tmp_path / "m"), "--resume"])
+    base = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
+            "--model", backbone, *flags]
+    run([*base, *TINY, "--out", str(tmp_path / "straight")])
+    run([*base, *TINY[:1], "8", *TINY[2:], "--out", str(tmp_path / "m")])
+    run([*base, *TINY, "--out", str(tmp_path / "m"), "--resume"])
     resumed, straight = (load_model_dir(tmp_path / d) for d in ("m", "straight"))
     assert resumed.config.model.name == backbone and resumed.provenance["steps"] == 12
     for name, value in straight.model.state_dict().items():

@@ -98,11 +98,12 @@ def test_too_many_columns_is_an_error():
         model(tokens, typed)
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_checkpoint_reloads_into_an_identical_model(name, tmp_path):
+@pytest.mark.parametrize("name,neighbours", [(name, 0) for name in sorted(REGISTRY)] + [("spin", 2)])
+def test_checkpoint_reloads_into_an_identical_model(name, neighbours, tmp_path):
     """Weights and the config saved as a model directory does rebuild the same model."""
     torch.manual_seed(0)
-    config = RunConfig(model=ModelConfig(name=name, dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8))
+    config = RunConfig(model=ModelConfig(name=name, dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8,
+                                         neighbours=neighbours))
     model = build_model(config.model).eval()
     torch.save({"model": model.state_dict()}, tmp_path / "w.pt")
     again = build_model(RunConfig.from_dict(config.to_dict()).model).eval()
@@ -110,7 +111,9 @@ def test_checkpoint_reloads_into_an_identical_model(name, tmp_path):
     tokens, typed = _tokens(b=2, r=6, m=30)
     with torch.no_grad():
         if model.shares_context:
-            outputs = [m.query_log_odds(m.encode(tokens[0, 1:], typed), tokens[:, 0], typed) for m in (model, again)]
+            nearest = torch.tensor([[0, 1], [2, 3]])[:, :neighbours] if neighbours else None
+            outputs = [m.query_log_odds(m.encode(tokens[0, 1:], typed), tokens[:, 0], typed, nearest)
+                       for m in (model, again)]
         else:
             outputs = [m.query_logits(tokens, typed) for m in (model, again)]
     torch.testing.assert_close(outputs[0], outputs[1], atol=0, rtol=0)
@@ -123,28 +126,41 @@ def _spin(**kw):
     return build_model(ModelConfig(name="spin", dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8, **kw))
 
 
-def test_spin_forward_backward_shapes():
-    model = _spin()
+def _nearest(n_rows: int, n_context: int, n: int, seed: int = 0):
+    """(n_rows, n) distinct context indices per row, or None for n = 0."""
+    if not n:
+        return None
+    g = torch.Generator().manual_seed(seed)
+    return torch.stack([torch.randperm(n_context, generator=g)[:n] for _ in range(n_rows)])
+
+
+@pytest.mark.parametrize("neighbours", [0, 4])
+def test_spin_forward_backward_shapes(neighbours):
+    model = _spin(neighbours=neighbours)
     tokens, typed = _tokens(b=1, r=12, m=41)
     n_untyped = int((~typed).sum())
-    logits = model(tokens[0, 1:], tokens[0, :3], typed)  # encode 11 context rows, predict 3 rows
+    # encode 11 context rows, predict 3 rows
+    logits = model(tokens[0, 1:], tokens[0, :3], typed, _nearest(3, 11, neighbours))
     assert logits.shape == (3, -(-n_untyped // 3), 2 ** 3)
     logits.logsumexp(-1).sum().backward()
     grads = [p.grad for p in model.parameters()]
     assert all(g is not None and g.abs().sum() > 0 for g in grads)
 
 
-def test_spin_encode_once_equals_the_full_model_per_query():
+@pytest.mark.parametrize("neighbours", [0, 5])
+def test_spin_encode_once_equals_the_full_model_per_query(neighbours):
     """Imputation encodes the panel once and predicts every query from it:
     the same numbers as a full pass (encode + predict) for each query alone."""
-    model = _spin().eval()
+    model = _spin(neighbours=neighbours).eval()
     tokens, typed = _tokens(b=1, r=20, m=50)
     context, queries = tokens[0, 4:], tokens[0, :4].clone()
     queries[:, ~typed] = MASKED
     groups = model.target_groups(typed)
+    nearest = _nearest(4, 16, neighbours)
     with torch.no_grad():
-        once = model.query_log_odds(model.encode(context, typed), queries, typed)
-        alone = torch.cat([alt_log_odds(model(context, queries[i:i + 1], typed), groups) for i in range(4)])
+        once = model.query_log_odds(model.encode(context, typed), queries, typed, nearest)
+        alone = torch.cat([alt_log_odds(model(context, queries[i:i + 1], typed, None if nearest is None else nearest[i:i + 1]),
+                                        groups) for i in range(4)])
     assert once.shape == (4, int((~typed).sum()))
     torch.testing.assert_close(once, alone, atol=1e-5, rtol=1e-5)
 
@@ -160,6 +176,29 @@ def test_spin_context_is_a_set():
         other = model.query_log_odds(model.encode(1 - context, typed), query, typed)
     torch.testing.assert_close(out, shuffled, atol=1e-5, rtol=1e-5)
     assert (out - other).abs().max() > 1e-3
+
+
+def test_spin_reads_its_neighbours_as_a_set():
+    """With the neighbour reader, which context rows a query reads matters; their order does not."""
+    model = _spin(neighbours=4).eval()
+    tokens, typed = _tokens(b=1, r=15, m=30)
+    context, query = tokens[0, 1:], tokens[0, :1]
+    with torch.no_grad():
+        memory = model.encode(context, typed)
+        out = model.query_log_odds(memory, query, typed, torch.tensor([[0, 1, 2, 3]]))
+        reordered = model.query_log_odds(memory, query, typed, torch.tensor([[3, 1, 0, 2]]))
+        others = model.query_log_odds(memory, query, typed, torch.tensor([[7, 8, 9, 10]]))
+        with pytest.raises(ValueError, match="neighbour indices"):
+            model.query_log_odds(memory, query, typed)
+    torch.testing.assert_close(out, reordered, atol=1e-5, rtol=1e-5)
+    assert (out - others).abs().max() > 1e-3
+
+
+def test_neighbours_is_a_spin_setting():
+    with pytest.raises(ValueError, match="only the spin"):
+        ModelConfig(name="msa", neighbours=4)
+    with pytest.raises(ValueError, match=">= 0"):
+        ModelConfig(name="spin", neighbours=-1)
 
 
 def test_spin_too_many_columns_is_an_error():

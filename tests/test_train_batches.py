@@ -1,15 +1,19 @@
 """What a training step shows the model: no query sees its own sample or a
-validation sample, and hidden cells are hidden."""
+validation sample, hidden cells are hidden, and the query loss is weighted
+as asked."""
 
 import numpy as np
 import pytest
+import torch
 from paths import ARRAY, PANEL
 
-from genimpute.config import MASKED
+from genimpute.config import MASKED, ModelConfig, RunConfig, TrainConfig
+from genimpute.errors import InputError
 from genimpute.io.array_list import read_array_list
+from genimpute.models import build_model
 from genimpute.models.kmers import group_columns
 from genimpute.panel import ReferencePanel, array_typed_mask
-from genimpute.train import TrainingSet
+from genimpute.train import TrainingSet, train
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +66,72 @@ def test_share_splits_predicted_rows_and_keeps_the_context(training_set):
     assert all(h.context is batch.context for h in halves)
     assert sum(len(h.predicted) for h in halves) == len(batch.predicted)
     assert sum(int(h.is_query.sum()) for h in halves) == 4
+
+
+def test_maf_weights_favour_rare_untyped_variants(training_set):
+    ts = training_set
+    window = ts.random_window(np.random.default_rng(2), 60, 40)
+    haps = ts.panel.haplotypes(window.columns)
+    assert (ts.maf_weights(window, haps, 0.0) == 1).all()
+    weights = ts.maf_weights(window, haps, 0.5)
+    assert (weights[window.typed] == 1).all()
+    untyped = weights[~window.typed]
+    assert untyped.mean() == pytest.approx(1, rel=1e-5)
+    alt = haps[~window.typed][:, ts.train_haps].mean(axis=1)
+    maf = np.minimum(alt, 1 - alt)
+    rare, common = np.argmin(maf), np.argmax(maf)
+    assert maf[rare] < maf[common] and untyped[rare] > untyped[common]
+    # the rarest weigh (MAF ratio)^0.5 times the commonest, MAF floored at one training haplotype
+    floor = 1 / len(ts.train_haps)
+    assert untyped[rare] / untyped[common] == pytest.approx((max(maf[rare], floor) / maf[common]) ** -0.5, rel=1e-4)
+
+
+def test_batch_weights_scale_the_query_loss_alone(training_set):
+    ts = training_set
+    window = ts.random_window(np.random.default_rng(4), 30, 30)
+    queries = ts.train_haps[:3]
+    plain = ts.batch(window, queries, 5, np.random.default_rng(5), 0.2, 4)
+    weighted = ts.batch(window, queries, 5, np.random.default_rng(5), 0.2, 4, maf_weight=1.0)
+    torch.manual_seed(0)
+    net = build_model(ModelConfig())
+    (q_plain, r_plain), (q_weighted, r_weighted) = plain.loss_sums(net), weighted.loss_sums(net)
+    assert r_weighted.item() == pytest.approx(r_plain.item(), rel=1e-6)
+    assert q_weighted.item() != pytest.approx(q_plain.item(), rel=1e-3)
+    # by hand: the per-cell cross-entropy times each column's weight
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(net(plain.tokens, plain.typed), plain.alleles, reduction="none")
+    expected = (bce * weighted.weights)[plain.query_cells].sum()
+    assert q_weighted.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_maf_weight_is_refused_for_spin_and_below_zero(tmp_path):
+    with pytest.raises(ValueError, match="maf_weight"):
+        TrainConfig(maf_weight=-1)
+    config = RunConfig(model=ModelConfig(name="spin"), train=TrainConfig(maf_weight=0.5))
+    with pytest.raises(InputError, match="nearest-context"):
+        train(PANEL, ARRAY, tmp_path / "model", config, torch.device("cpu"))
+    assert not (tmp_path / "model").exists()
+
+
+def test_shared_batch_neighbours_are_nearest_and_never_the_rows_own_sample(training_set):
+    ts = training_set
+    rng = np.random.default_rng(6)
+    window = ts.random_window(rng, 40, 30)
+    queries = rng.choice(ts.train_haps, 5, replace=False)
+    batch = ts.shared_batch(window, queries, 5, rng, mask_rate=0.2, neighbours=6)
+    haps = ts.panel.haplotypes(window.columns).T.astype(int)  # (H, M)
+    in_context = ~ts.is_val
+    in_context[queries] = in_context[queries ^ 1] = False
+    context_haps = np.nonzero(in_context)[0]
+    nearest = batch.neighbours.numpy()
+    assert nearest.shape == (len(batch.predicted), 6)
+    # a query's neighbours: no context row is nearer on the typed sites than its farthest neighbour
+    typed_context = haps[context_haps][:, window.typed]
+    for q, row in zip(queries, nearest[:5]):
+        distance = np.abs(typed_context - haps[q, window.typed]).sum(axis=1)
+        assert distance[row].max() <= np.sort(distance)[5]
+    # a hidden row reads no haplotype of its own sample (itself included)
+    hidden_rows = np.nonzero((batch.context.numpy()[:, ~window.typed] == MASKED).all(axis=1))[0]
+    for r, row in zip(hidden_rows, nearest[5:]):
+        assert (context_haps[row] // 2 != context_haps[r] // 2).all()
+    # without the reader there are none
+    assert ts.shared_batch(window, queries, 5, rng, 0.2).neighbours.shape[1] == 0

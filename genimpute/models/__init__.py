@@ -11,9 +11,11 @@ columns (B, U), computing only what those cells need.
 Shared-context backbones (spin; shares_context True): every query of a
 window shares one context, the window's panel haplotypes, encoded once.
 `encode(context (R, M), typed)` gives a memory; `query_log_odds(memory,
-rows (B, M), typed)` the alt-allele log-odds (B, U) of the rows' untyped
-columns; `forward(context, rows, typed)` the training pass, in the backbone's
-own output classes (SPIN: K-mer classes).
+rows (B, M), typed, neighbours)` the alt-allele log-odds (B, U) of the rows'
+untyped columns; `forward(context, rows, typed, neighbours)` the training
+pass, in the backbone's own output classes (SPIN: K-mer classes). When the
+backbone's `neighbours` is n > 0, each row also reads its n nearest context
+rows, given as (B, n) indices into the context; otherwise pass None.
 """
 
 from __future__ import annotations

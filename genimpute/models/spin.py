@@ -8,14 +8,22 @@ K-mer tokens of its untyped (target) and typed (attribute) variants.
 - XABD: h learned inducing points attend to all rows' summaries, flattened to
   F'E (linear in the number of haplotypes); `layers` of them.
 - Predictor: a query row's summary attends to the inducing points; its
-  target tokens then attend to that summary and to its own tokens, and a
+  target tokens then attend to that summary and to their own tokens, and a
   linear head gives the 2^K allele classes of each target token.
+- Neighbour reader (not in the paper; `neighbours` > 0): each row's tokens
+  are also encoded by self-attention along the row, and before the decoder
+  each of the query's target tokens attends to the same token of its n
+  nearest panel haplotypes. It gives the model the retrieval that the
+  inducing points alone do not learn across windows (BENCHMARKS.md).
 
 The encoder (`encode`) never sees a query, so imputation runs it once per
-window and reuses its inducing points for every target (`predict`).
+window and reuses its inducing points, and its encoded rows, for every
+target (`predict`).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -25,6 +33,13 @@ from genimpute.models.blocks import CrossAttentionBlock
 from genimpute.models.kmers import alt_log_odds, group_columns, input_codes
 
 _ATTRIBUTE, _TARGET = 0, 1
+
+
+class Memory(NamedTuple):
+    """A window's encoding, shared by every query."""
+
+    points: torch.Tensor  # (h, F'E) inducing points
+    rows: torch.Tensor | None  # (R, G, E) each context row's encoded tokens (neighbour reader), else None
 
 
 class SPIN(nn.Module):
@@ -47,6 +62,10 @@ class SPIN(nn.Module):
         self.predictor = CrossAttentionBlock(d, config.heads, config.ffn_mult)
         self.decoder = CrossAttentionBlock(e, config.heads, config.ffn_mult)
         self.head = nn.Sequential(nn.LayerNorm(e), nn.Linear(e, 2 ** k))
+        self.neighbours = config.neighbours
+        if self.neighbours:
+            self.row_encoder = CrossAttentionBlock(e, config.heads, config.ffn_mult)
+            self.reader = CrossAttentionBlock(e, config.heads, config.ffn_mult)
 
     def target_groups(self, typed: torch.Tensor) -> torch.Tensor:
         """(Gt, K) untyped column indices of each target token (-1: padding)."""
@@ -66,28 +85,39 @@ class SPIN(nn.Module):
         # XABA: (N, G, E) -> (N, F', E)
         return self.xaba(self.latents.expand(len(tokens), -1, -1), tokens)
 
-    def encode(self, context: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        """(R, M) cell tokens of the window's panel haplotypes -> (h, F'E) inducing points."""
-        rows = self._summarise(self._tokens(context, typed)).flatten(1)[None]  # (1, R, F'E)
+    def encode(self, context: torch.Tensor, typed: torch.Tensor) -> Memory:
+        """(R, M) cell tokens of the window's panel haplotypes -> their Memory."""
+        tokens = self._tokens(context, typed)
+        rows = self._summarise(tokens).flatten(1)[None]  # (1, R, F'E)
         points = self.inducing[None]
         for layer in self.xabd:
             points = layer(points, rows)
-        return points[0]
+        return Memory(points[0], self.row_encoder(tokens, tokens) if self.neighbours else None)
 
-    def predict(self, memory: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        """(B, M) query rows (untyped cells MASKED) -> (B, Gt, 2^K) class logits of their target tokens."""
+    def predict(self, memory: Memory, rows: torch.Tensor, typed: torch.Tensor,
+                neighbours: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, M) query rows (untyped cells MASKED) -> (B, Gt, 2^K) class logits of their target tokens.
+        neighbours: (B, n) each row's nearest context rows, when the model reads them."""
         tokens = self._tokens(rows, typed)  # (B, G, E)
         summary = self._summarise(tokens)  # (B, F', E)
         b, f, e = summary.shape
-        summary = self.predictor(summary.reshape(b, 1, f * e), memory.expand(b, -1, -1)).reshape(b, f, e)
+        summary = self.predictor(summary.reshape(b, 1, f * e), memory.points.expand(b, -1, -1)).reshape(b, f, e)
         n_targets = len(self.target_groups(typed))
-        out = self.decoder(tokens[:, :n_targets], torch.cat([summary, tokens], dim=1))
-        return self.head(out)
+        targets = tokens[:, :n_targets]
+        if self.neighbours:
+            if neighbours is None or neighbours.shape != (b, self.neighbours):
+                raise ValueError(f"expected ({b}, {self.neighbours}) neighbour indices")
+            own = self.row_encoder(tokens, tokens)[:, :n_targets]  # (B, Gt, E)
+            read = memory.rows[neighbours][:, :, :n_targets].transpose(1, 2)  # (B, Gt, n, E)
+            targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, self.neighbours, e)).reshape(own.shape)
+        return self.head(self.decoder(targets, torch.cat([summary, tokens], dim=1)))
 
-    def forward(self, context: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+    def forward(self, context: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor,
+                neighbours: torch.Tensor | None = None) -> torch.Tensor:
         """Training's pass: encode `context` (R, M), predict `rows` (B, M) -> (B, Gt, 2^K)."""
-        return self.predict(self.encode(context, typed), rows, typed)
+        return self.predict(self.encode(context, typed), rows, typed, neighbours)
 
-    def query_log_odds(self, memory: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+    def query_log_odds(self, memory: Memory, rows: torch.Tensor, typed: torch.Tensor,
+                       neighbours: torch.Tensor | None = None) -> torch.Tensor:
         """(B, U) log-odds of the alt allele at the untyped columns, the K-mer classes marginalised."""
-        return alt_log_odds(self.predict(memory, rows, typed), self.target_groups(typed))
+        return alt_log_odds(self.predict(memory, rows, typed, neighbours), self.target_groups(typed))
