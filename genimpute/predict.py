@@ -63,7 +63,8 @@ def window_probabilities(
                 neighbours = None
                 if model.neighbours:  # the rows it reads: nearest in the context, by index
                     neighbours = torch.from_numpy(nearest_haplotypes(
-                        query_typed[members[part]], context_haps[:, window.typed], model.neighbours)).to(device)
+                        query_typed[members[part]], context_haps[:, window.typed],
+                        min(model.neighbours, len(context_haps)))).to(device)
                 log_odds = model.query_log_odds(memory, torch.from_numpy(rows[members[part]]).to(device), typed,
                                                 neighbours)
                 out[:, members[part[:n_real]]] = torch.sigmoid(log_odds[:n_real].float()).T.cpu().numpy()

@@ -208,7 +208,8 @@ class TrainingSet:
             own_sample = (context_haps[None, :] // 2) == (context_haps[hidden, None] // 2)  # (hidden, R)
             exclude[len(queries):] = own_sample
             predicted_typed = np.concatenate([seen, context_alleles[hidden]])[:, window.typed]
-            nearest = nearest_haplotypes(predicted_typed, context_alleles[:, window.typed], neighbours, exclude)
+            nearest = nearest_haplotypes(predicted_typed, context_alleles[:, window.typed],
+                                         min(neighbours, len(context) - 2), exclude)
         return SharedBatch(
             context=torch.from_numpy(context),
             predicted=torch.from_numpy(np.concatenate([query_rows(seen, window.typed), context[hidden]])),

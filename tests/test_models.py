@@ -1,13 +1,15 @@
+import numpy as np
 import pytest
 import torch
 
-from genimpute.config import MASKED, ModelConfig
+from genimpute.config import MASKED, ModelConfig, RunConfig
 from genimpute.errors import GenimputeError
-from genimpute.config import RunConfig
 from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import alt_log_odds
 from genimpute.models.msa import TiedRowAttention
 from genimpute.models.npssm import chunked_scan, reference_scan
+from genimpute.predict import window_probabilities
+from genimpute.windows import Window
 
 NEAREST = sorted(name for name, cls in REGISTRY.items() if not cls.shares_context)
 
@@ -192,6 +194,17 @@ def test_spin_reads_its_neighbours_as_a_set():
             model.query_log_odds(memory, query, typed)
     torch.testing.assert_close(out, reordered, atol=1e-5, rtol=1e-5)
     assert (out - others).abs().max() > 1e-3
+
+
+def test_spin_imputes_from_a_panel_smaller_than_its_neighbours():
+    """A panel of 6 haplotypes, a model that reads 8: each query reads all 6."""
+    model = _spin(neighbours=8).eval()
+    tokens, typed = _tokens(b=1, r=9, m=30)
+    window = Window(contig=0, columns=np.arange(30), typed=typed.numpy())
+    panel = tokens[0, 3:].numpy().T.astype(np.uint8)  # (M, 6)
+    queries = tokens[0, :3].numpy()[:, typed.numpy()]
+    p = window_probabilities(model, window, panel, queries, 24, torch.device("cpu"))
+    assert p.shape == (int((~typed).sum()), 3) and np.isfinite(p).all()
 
 
 def test_neighbours_is_a_spin_setting():

@@ -22,13 +22,18 @@ def training_set():
     return TrainingSet(panel, array_typed_mask(panel, read_array_list(ARRAY)), 0.1, seed=3)
 
 
+def _shared_case(ts, seed: int, n_queries: int, **kw):
+    """A SPIN batch of a random window: (window, queries, batch, panel alleles (H, M) as int)."""
+    rng = np.random.default_rng(seed)
+    window = ts.random_window(rng, 40, 30)
+    queries = rng.choice(ts.train_haps, n_queries, replace=False)
+    batch = ts.shared_batch(window, queries, 5, rng, mask_rate=0.2, **kw)
+    return window, queries, batch, ts.panel.haplotypes(window.columns).T.astype(int)
+
+
 def test_shared_batch_context_leaves_out_queries_and_validation(training_set):
     ts = training_set
-    rng = np.random.default_rng(0)
-    window = ts.random_window(rng, 40, 30)
-    queries = rng.choice(ts.train_haps, 6, replace=False)
-    batch = ts.shared_batch(window, queries, 5, rng, mask_rate=0.2, missing_rate=0.1)
-    haps = ts.panel.haplotypes(window.columns).T  # (H, M)
+    window, queries, batch, haps = _shared_case(ts, 0, 6, missing_rate=0.1)
     allowed = np.ones(len(haps), bool)
     allowed[ts.is_val] = False
     allowed[queries] = allowed[queries ^ 1] = False
@@ -114,11 +119,7 @@ def test_maf_weight_is_refused_for_spin_and_below_zero(tmp_path):
 
 def test_shared_batch_neighbours_are_nearest_and_never_the_rows_own_sample(training_set):
     ts = training_set
-    rng = np.random.default_rng(6)
-    window = ts.random_window(rng, 40, 30)
-    queries = rng.choice(ts.train_haps, 5, replace=False)
-    batch = ts.shared_batch(window, queries, 5, rng, mask_rate=0.2, neighbours=6)
-    haps = ts.panel.haplotypes(window.columns).T.astype(int)  # (H, M)
+    window, queries, batch, haps = _shared_case(ts, 6, 5, neighbours=6)
     in_context = ~ts.is_val
     in_context[queries] = in_context[queries ^ 1] = False
     context_haps = np.nonzero(in_context)[0]
@@ -134,4 +135,4 @@ def test_shared_batch_neighbours_are_nearest_and_never_the_rows_own_sample(train
     for r, row in zip(hidden_rows, nearest[5:]):
         assert (context_haps[row] // 2 != context_haps[r] // 2).all()
     # without the reader there are none
-    assert ts.shared_batch(window, queries, 5, rng, 0.2).neighbours.shape[1] == 0
+    assert _shared_case(ts, 6, 5)[2].neighbours.shape[1] == 0

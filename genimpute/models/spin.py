@@ -105,11 +105,12 @@ class SPIN(nn.Module):
         n_targets = len(self.target_groups(typed))
         targets = tokens[:, :n_targets]
         if self.neighbours:
-            if neighbours is None or neighbours.shape != (b, self.neighbours):
-                raise ValueError(f"expected ({b}, {self.neighbours}) neighbour indices")
+            # n is at most `neighbours`; fewer where the panel has fewer haplotypes
+            if neighbours is None or neighbours.ndim != 2 or len(neighbours) != b:
+                raise ValueError(f"expected ({b}, n) neighbour indices")
             own = self.row_encoder(tokens, tokens)[:, :n_targets]  # (B, Gt, E)
             read = memory.rows[neighbours][:, :, :n_targets].transpose(1, 2)  # (B, Gt, n, E)
-            targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, self.neighbours, e)).reshape(own.shape)
+            targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, neighbours.shape[1], e)).reshape(own.shape)
         return self.head(self.decoder(targets, torch.cat([summary, tokens], dim=1)))
 
     def forward(self, context: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor,
