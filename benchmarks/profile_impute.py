@@ -26,6 +26,8 @@ STAGES = {
     "nearest haplotypes (context)": ("windows.py", "nearest_haplotypes"),
     "assemble window tokens": ("windows.py", "assemble_rows"),
     "window probabilities": ("predict.py", "window_probabilities"),
+    "  spin: panel encodings (shared)": ("spin.py", "encode"),
+    "  spin: per-query predictions": ("spin.py", "query_log_odds"),
     "format and write records": ("impute.py", "_write_events"),
 }
 # the model's forward passes: window probabilities less the two numpy stages inside them
