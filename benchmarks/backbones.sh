@@ -13,7 +13,8 @@
 #   bash benchmarks/backbones.sh [out dir]
 # Run again on the same out dir, it keeps the steps an earlier (killed) run
 # finished and does the rest; start from an empty dir for a fresh run.
-#   env: TRAIN_MINUTES (default 30), BACKBONES (default "spin msa npssm"), REGION
+#   env: TRAIN_MINUTES (default 30), BACKBONES (default "spin msa npssm"; also
+#        spin-nb: SPIN with --neighbours 24), REGION
 #
 # Needs: genimpute installed; beagle, minimac4, bcftools, tabix on PATH.
 set -euo pipefail
@@ -31,14 +32,16 @@ cd "$out"
 source "$root/benchmarks/lib.sh"
 
 # SPIN learns faster at a higher rate (held-out panel haplotypes, one window: r2 0.72 vs 0.64 after 300 steps)
-lr_for() { case $1 in spin) echo 3e-3 ;; *) echo 1e-3 ;; esac; }
+lr_for() { case $1 in spin*) echo 3e-3 ;; *) echo 1e-3 ;; esac; }
+model_flags() { case $1 in spin-nb) echo "--model spin --neighbours 24" ;; *) echo "--model $1" ;; esac; }
 
 echo "training, $train_minutes min each:"
 for b in $backbones; do
   kept "train_$b" && continue
   rm -rf "model_$b"
   # steps far beyond the budget: the budget stops training, the learning rate stays near its peak
-  timed "train_$b" genimpute -v train --ref "$panel" --array "$shared/arrays/omni2.5_chr20_b37.txt" --model "$b" \
+  # shellcheck disable=SC2046  # the flags are meant to split into words
+  timed "train_$b" genimpute -v train --ref "$panel" --array "$shared/arrays/omni2.5_chr20_b37.txt" $(model_flags "$b") \
     --lr "$(lr_for "$b")" --steps 1000000 --max-minutes "$train_minutes" --out "model_$b"
 done
 echo "imputing $region:"
