@@ -91,7 +91,8 @@ class Batch(_Tensors):
 class SharedBatch(_Tensors):
     """Shared-context backbones: one context for all queries, the window's
     training haplotypes less the queries' samples. Some context rows have
-    their untyped cells hidden and are predicted with the queries."""
+    their untyped cells hidden and are predicted with the queries. With a
+    neighbour reader, each predicted row also names its nearest context rows."""
 
     _whole = ("context", "typed", "target_groups")
 
@@ -309,7 +310,8 @@ def train(
     Under torchrun, `dist` shares each batch among the processes (see
     genimpute.distributed); only its main process writes."""
     out = Path(out)
-    if config.train.maf_weight and REGISTRY[config.model.name].shares_context:
+    backbone = REGISTRY.get(config.model.name)  # an unknown name is build_model's error, below
+    if config.train.maf_weight and backbone is not None and backbone.shares_context:
         raise InputError(f"--maf-weight: expected a nearest-context backbone (msa, npssm); found {config.model.name}")
     panel = ReferencePanel.from_vcf(ref)
     sites = read_array_list(array)
