@@ -207,6 +207,18 @@ def test_spin_imputes_from_a_panel_smaller_than_its_neighbours():
     assert p.shape == (int((~typed).sum()), 3) and np.isfinite(p).all()
 
 
+def test_spin_imputes_a_query_the_same_whoever_else_is_imputed():
+    """Passes hold a fixed number of queries, so a query's P(alt) is byte-identical alone or among others."""
+    model = _spin(neighbours=3).eval()
+    tokens, typed = _tokens(b=1, r=30, m=40)
+    window = Window(contig=0, columns=np.arange(40), typed=typed.numpy())
+    panel = tokens[0, 10:].numpy().T.astype(np.uint8)  # (M, 20)
+    queries = tokens[0, :10].numpy()[:, typed.numpy()]
+    every = window_probabilities(model, window, panel, queries, 24, torch.device("cpu"))
+    some = window_probabilities(model, window, panel, queries[[2, 7]], 24, torch.device("cpu"))
+    np.testing.assert_array_equal(every[:, [2, 7]], some)
+
+
 def test_neighbours_is_a_spin_setting():
     with pytest.raises(ValueError, match="only the spin"):
         ModelConfig(name="msa", neighbours=4)
