@@ -196,24 +196,25 @@ def test_spin_reads_its_neighbours_as_a_set():
     assert (out - others).abs().max() > 1e-3
 
 
+def _spin_imputation(neighbours: int, n_queries: int, n_panel: int, m: int):
+    """A SPIN model and one window's inputs to window_probabilities: (model, window, panel (M, H), query typed alleles)."""
+    model = _spin(neighbours=neighbours).eval()
+    tokens, typed = _tokens(b=1, r=n_queries + n_panel, m=m)
+    window = Window(contig=0, columns=np.arange(m), typed=typed.numpy())
+    panel = tokens[0, n_queries:].numpy().T.astype(np.uint8)
+    return model, window, panel, tokens[0, :n_queries].numpy()[:, typed.numpy()]
+
+
 def test_spin_imputes_from_a_panel_smaller_than_its_neighbours():
     """A panel of 6 haplotypes, a model that reads 8: each query reads all 6."""
-    model = _spin(neighbours=8).eval()
-    tokens, typed = _tokens(b=1, r=9, m=30)
-    window = Window(contig=0, columns=np.arange(30), typed=typed.numpy())
-    panel = tokens[0, 3:].numpy().T.astype(np.uint8)  # (M, 6)
-    queries = tokens[0, :3].numpy()[:, typed.numpy()]
+    model, window, panel, queries = _spin_imputation(neighbours=8, n_queries=3, n_panel=6, m=30)
     p = window_probabilities(model, window, panel, queries, 24, torch.device("cpu"))
-    assert p.shape == (int((~typed).sum()), 3) and np.isfinite(p).all()
+    assert p.shape == (int((~window.typed).sum()), 3) and np.isfinite(p).all()
 
 
 def test_spin_imputes_a_query_the_same_whoever_else_is_imputed():
     """Passes hold a fixed number of queries, so a query's P(alt) is byte-identical alone or among others."""
-    model = _spin(neighbours=3).eval()
-    tokens, typed = _tokens(b=1, r=30, m=40)
-    window = Window(contig=0, columns=np.arange(40), typed=typed.numpy())
-    panel = tokens[0, 10:].numpy().T.astype(np.uint8)  # (M, 20)
-    queries = tokens[0, :10].numpy()[:, typed.numpy()]
+    model, window, panel, queries = _spin_imputation(neighbours=3, n_queries=10, n_panel=20, m=40)
     every = window_probabilities(model, window, panel, queries, 24, torch.device("cpu"))
     some = window_probabilities(model, window, panel, queries[[2, 7]], 24, torch.device("cpu"))
     np.testing.assert_array_equal(every[:, [2, 7]], some)
