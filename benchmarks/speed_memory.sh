@@ -11,6 +11,8 @@
 #  4. VCF write throughput alone (formatting and bgzip of GT:DS:GP).
 # Parts 2 and 3 need models of their panels; they are trained here for
 # TRAIN_MINUTES each (default 5): enough to time imputation, not to judge accuracy.
+# TRAIN_FLAGS (default none) are extra `genimpute train` flags for them, e.g.
+# "--model spin --neighbours 24 --lr 3e-3" to time that backbone.
 # PARTS (default "1 2 3 4") picks the parts to run.
 #
 #   bash benchmarks/speed_memory.sh MODEL_DIR [out dir]
@@ -25,6 +27,7 @@ train_minutes=${TRAIN_MINUTES:-5}
 sim_region=${SIM_REGION:-20:42000000-42050000}
 map=$shared/maps/plink.chr20.GRCh37.map
 parts=${PARTS:-1 2 3 4}
+read -r -a train_flags <<< "${TRAIN_FLAGS:-}"
 mkdir -p "$out"
 cd "$out"
 
@@ -47,7 +50,7 @@ if part 2; then
 echo "2. scaling in targets: simulated panel, $sim_region:"
 sim=$shared/sim_ooa_chr20_5Mb
 [ -f sim_model/model.pt ] || genimpute -q train --ref "$sim/panel.vcf.gz" --array "$sim/array.omni2.5-like.txt" \
-  --out sim_model --max-minutes "$train_minutes" > sim_train.log 2>&1
+  --out sim_model --max-minutes "$train_minutes" "${train_flags[@]}" > sim_train.log 2>&1
 python - "$sim/targets.array.vcf.gz" targets_1050.vcf 7 <<'PY'
 import gzip
 import sys
@@ -80,7 +83,7 @@ bcftools view "$hapmap/panel.b37.bcf" | sed '1s/^##fileFormat=/##fileformat=/' |
 tabix -f -p vcf hapmap_panel.vcf.gz
 bcftools query -f '%CHROM\t%POS\t%REF\t%ALT\n' "$hapmap/targets.chip330k.phased.vcf.gz" > chip330k.txt
 [ -f hapmap_model/model.pt ] || genimpute -q train --ref hapmap_panel.vcf.gz --array chip330k.txt \
-  --out hapmap_model --max-minutes "$train_minutes" > hapmap_train.log 2>&1
+  --out hapmap_model --max-minutes "$train_minutes" "${train_flags[@]}" > hapmap_train.log 2>&1
 timed genimpute_hapmap genimpute -q impute "$hapmap/targets.chip330k.phased.vcf.gz" --model hapmap_model \
   --out genimpute_hapmap.vcf.gz --force
 timed beagle_hapmap beagle ref=hapmap_panel.vcf.gz gt="$hapmap/targets.chip330k.phased.vcf.gz" map="$map" \
