@@ -65,12 +65,12 @@ def window_probabilities(
             members = np.nonzero(which.ravel() == e)[0]
             context_haps = window_haps[:, ~excluded].T  # (R, M)
             memory = model.encode(torch.from_numpy(context_haps.astype(np.int64)).to(device), typed)
+            context_typed = context_haps[:, window.typed]  # (R, t), for the neighbours of every pass
             for part, n_real in _passes(len(members), per_pass):
                 neighbours = None
                 if model.neighbours:  # the rows it reads: nearest in the context, by index
                     neighbours = torch.from_numpy(nearest_haplotypes(
-                        query_typed[members[part]], context_haps[:, window.typed],
-                        min(model.neighbours, len(context_haps)))).to(device)
+                        query_typed[members[part]], context_typed, min(model.neighbours, len(context_haps)))).to(device)
                 log_odds = model.query_log_odds(memory, torch.from_numpy(rows[members[part]]).to(device), typed,
                                                 neighbours)
                 out[:, members[part[:n_real]]] = torch.sigmoid(log_odds[:n_real].float()).T.cpu().numpy()

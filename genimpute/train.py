@@ -37,7 +37,7 @@ from genimpute.distributed import SINGLE, Distributed
 from genimpute.errors import CheckpointError, InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.models import REGISTRY, build_model
-from genimpute.models.kmers import allele_classes, group_columns
+from genimpute.models.kmers import allele_classes, groups_of
 from genimpute.panel import ReferencePanel, array_typed_mask
 from genimpute.predict import window_probabilities
 from genimpute.windows import (
@@ -217,7 +217,7 @@ class TrainingSet:
             typed=typed,
             alleles=torch.from_numpy(np.concatenate([query_alleles.astype(np.int64), context_alleles[hidden]])),
             is_query=torch.from_numpy(np.arange(len(queries) + len(hidden)) < len(queries)),
-            target_groups=group_columns(torch.nonzero(~typed).squeeze(1), kmer),
+            target_groups=groups_of(~typed, kmer),
             neighbours=torch.from_numpy(nearest),
         )
 

@@ -23,6 +23,12 @@ def group_columns(columns: torch.Tensor, k: int) -> torch.Tensor:
     return groups.reshape(n_groups, k)
 
 
+def groups_of(mask: torch.Tensor, k: int) -> torch.Tensor:
+    """(G, K) groups of the columns where the (M,) bool `mask` is set: a window's target tokens
+    for mask = ~typed, its attribute tokens for mask = typed."""
+    return group_columns(torch.nonzero(mask).squeeze(1), k)
+
+
 def _cells(values: torch.Tensor, groups: torch.Tensor, pad: int) -> torch.Tensor:
     # values (..., M) -> (..., G, K), pad where a group has no column
     cells = values[..., groups.clamp(min=0)]

@@ -30,7 +30,7 @@ from torch import nn
 
 from genimpute.config import ModelConfig
 from genimpute.models.blocks import CrossAttentionBlock
-from genimpute.models.kmers import alt_log_odds, group_columns, input_codes
+from genimpute.models.kmers import alt_log_odds, groups_of, input_codes
 
 _ATTRIBUTE, _TARGET = 0, 1
 
@@ -69,14 +69,14 @@ class SPIN(nn.Module):
 
     def target_groups(self, typed: torch.Tensor) -> torch.Tensor:
         """(Gt, K) untyped column indices of each target token (-1: padding)."""
-        return group_columns(torch.nonzero(~typed).squeeze(1), self.config.kmer)
+        return groups_of(~typed, self.config.kmer)
 
     def _tokens(self, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
         """(N, M) cell tokens -> (N, G, E) embedded K-mer tokens, the Gt target tokens first."""
         if rows.shape[-1] > self.config.max_columns:
             raise ValueError(f"window has {rows.shape[-1]} columns; the model covers at most {self.config.max_columns}")
         targets = self.target_groups(typed)
-        groups = torch.cat([targets, group_columns(torch.nonzero(typed).squeeze(1), self.config.kmer)])
+        groups = torch.cat([targets, groups_of(typed, self.config.kmer)])
         kind = torch.full((len(groups),), _ATTRIBUTE, device=rows.device)
         kind[: len(targets)] = _TARGET
         return self.token(input_codes(rows, groups)) + self.column(groups[:, 0]) + self.kind(kind)
