@@ -64,8 +64,10 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 
 
 @main.command()
-@click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Phased reference panel VCF/BCF (biallelic).")
-@click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: 'CHROM POS [REF ALT]' per line.")
+@click.option("--ref", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="Phased reference panel VCF/BCF (biallelic); repeat to train on several panels.")
+@click.option("--array", "array", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="Array sites: 'CHROM POS [REF ALT]' per line; once for every panel, or once per --ref in order.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True,
               help="Backbone: msa, npssm or spin (spin learns to impute across windows only with --neighbours; BENCHMARKS.md).")
@@ -83,6 +85,9 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
               help="spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN).")
 @click.option("--maf-weight", type=float, default=_DEFAULTS.train.maf_weight, show_default=True,
               help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; msa and npssm).")
+@click.option("--min-array-density", type=float, default=_DEFAULTS.train.min_array_density, show_default=True,
+              help="Each step keeps a random share in [x, 1] of the array's sites typed and imputes the rest, "
+                   "to train for sparser arrays too (1: the array as given).")
 @click.option("--seed", type=int, default=_DEFAULTS.train.seed, show_default=True)
 @click.option("--checkpoint-every", type=int, default=_DEFAULTS.train.checkpoint_every, show_default=True, help="Steps between checkpoints.")
 @click.option("--validate-every", type=int, default=_DEFAULTS.train.validate_every, show_default=True, help="Steps between validation r2 reports.")
@@ -91,7 +96,7 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, neighbours, maf_weight, seed, checkpoint_every, validate_every, resume, device, distributed):
+          layers, heads, neighbours, maf_weight, min_array_density, seed, checkpoint_every, validate_every, resume, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
     from genimpute.modeldir import default_model_dir
@@ -104,7 +109,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
             model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads, neighbours=neighbours),
             train=replace(_DEFAULTS.train, steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
                           seed=seed, checkpoint_every=checkpoint_every, validate_every=validate_every,
-                          maf_weight=maf_weight),
+                          maf_weight=maf_weight, min_array_density=min_array_density),
         )
 
     config = _run(_checked_config, build)
@@ -135,6 +140,8 @@ def _checked_config(build) -> RunConfig:
 
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
+@click.option("--ref", type=click.Path(dir_okay=False), default=None,
+              help="Reference panel VCF/BCF to impute from, instead of the model's own.")
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Output .vcf.gz [default: <target>.imputed.vcf.gz in the current directory].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
@@ -150,7 +157,7 @@ def _checked_config(build) -> RunConfig:
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
 @click.pass_context
-def impute(ctx, target, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
+def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
            audit):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
@@ -171,7 +178,7 @@ def impute(ctx, target, model_dir, out, force, device, validate, validate_fracti
     summary = _run(run_impute, target, model_dir, out, _run(pick_device, device),
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
-                   audit=audit)
+                   audit=audit, ref=ref)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples, {summary['seconds']} s")
     if summary["validation"]:

@@ -66,10 +66,15 @@ class TrainConfig:
     # the query's untyped cells weighted by MAF^-maf_weight (MAF among training
     # haplotypes), scaled to mean 1 per window; 0 weights them equally
     maf_weight: float = 0.0
+    # each step keeps a random share in [min_array_density, 1] of the window's
+    # array sites typed and imputes the rest, as with sparser arrays; 1 keeps all
+    min_array_density: float = 1.0
 
     def __post_init__(self):
         if self.maf_weight < 0:
             raise ValueError(f"maf_weight must be >= 0; found {self.maf_weight}")
+        if not 0 < self.min_array_density <= 1:
+            raise ValueError(f"min_array_density must be in (0, 1]; found {self.min_array_density}")
 
 
 @dataclass(frozen=True)

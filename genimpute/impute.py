@@ -246,6 +246,7 @@ def impute(
     phaser: str | None = "auto",
     genetic_map: str | Path | None = None,
     audit: str | Path | None = None,
+    ref: str | Path | None = None,
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
 
@@ -263,11 +264,14 @@ def impute(
 
     With `validate_fraction`, first estimate accuracy on that fraction of
     the typed sites (of the region), hidden (see genimpute.validation), and
-    record it in the log, the summary and the output header."""
+    record it in the log, the summary and the output header.
+
+    With `ref`, impute from that reference panel instead of the model
+    directory's own (the pretrained model has none)."""
     started = time.monotonic()
     if audit is not None and Path(audit).exists() and not force:
         raise InputError(f"--report {audit} exists; use --force to overwrite it")
-    loaded = load_model_dir(model_dir)
+    loaded = load_model_dir(model_dir, ReferencePanel.from_vcf(ref) if ref is not None else None)
     model = loaded.model.to(device)
     panel, wcfg = loaded.panel, loaded.config.window
     target = read_target(target_path)
@@ -302,6 +306,8 @@ def impute(
         "genimputeCommand": " ".join(sys.argv),
         "genimputeModel": f"{Path(model_dir).resolve()} ({loaded.config.model.name}, {loaded.provenance.get('steps')} steps)",
     }
+    if ref is not None:
+        meta["genimputeReference"] = str(Path(ref).resolve())
     validation = None
     if validate_fraction is not None:
         validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, device,

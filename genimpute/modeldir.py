@@ -4,6 +4,7 @@
     model.pt         final weights
     provenance.json  version, command line, panel file and fingerprint, steps
     panel.npz        the bit-packed reference panel the model was trained with
+                     (absent when it was trained on several panels)
     checkpoint.pt    training state for --resume (weights, optimizer, step)
 
 Every file is written to a temporary name and renamed into place, so an
@@ -74,7 +75,9 @@ class LoadedModel:
     provenance: dict
 
 
-def load_model_dir(directory: str | Path) -> LoadedModel:
+def load_model_dir(directory: str | Path, panel: ReferencePanel | None = None) -> LoadedModel:
+    """The model in `directory`, imputing from its own panel, or from `panel`
+    when given (a model trained on several panels has none of its own)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(
@@ -86,9 +89,12 @@ def load_model_dir(directory: str | Path) -> LoadedModel:
         provenance = json.loads((directory / PROVENANCE).read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{directory}: config.json or provenance.json missing or malformed ({exc})") from exc
-    panel = ReferencePanel.load(directory / PANEL)
-    if panel.fingerprint() != provenance.get("panel_fingerprint"):
-        raise CheckpointError(f"{directory}: panel.npz does not match the panel the model was trained with")
+    if panel is None:
+        if not (directory / PANEL).exists() and (directory / WEIGHTS).exists():
+            raise CheckpointError(f"{directory}: the model has no panel of its own (trained on several); pass the reference panel with --ref")
+        panel = ReferencePanel.load(directory / PANEL)
+        if panel.fingerprint() != provenance.get("panel_fingerprint"):
+            raise CheckpointError(f"{directory}: panel.npz does not match the panel the model was trained with")
     model = build_model(config.model)
     state = load_torch(directory / WEIGHTS)
     try:

@@ -18,6 +18,7 @@ as an uninterrupted one.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import signal
@@ -140,8 +141,20 @@ class TrainingSet:
         weights = np.array([len(u) for _, u, _ in self.contigs], float)
         self.contig_weights = weights / weights.sum()
 
-    def random_window(self, rng: np.random.Generator, n_untyped: int, n_typed: int) -> Window:
+    @property
+    def n_untyped(self) -> int:
+        return sum(len(u) for _, u, _ in self.contigs)
+
+    def random_window(self, rng: np.random.Generator, n_untyped: int, n_typed: int,
+                      min_density: float = 1.0) -> Window:
+        """A window at a random place. With min_density < 1, only a random
+        share in [min_density, 1] of the array's sites stay typed and the rest
+        are imputed, as with a sparser array."""
         c, untyped, typed = self.contigs[rng.choice(len(self.contigs), p=self.contig_weights)]
+        if min_density < 1:
+            keep = rng.random(len(typed)) < rng.uniform(min_density, 1)
+            keep[rng.integers(len(typed))] = True
+            untyped, typed = np.union1d(untyped, typed[~keep]), typed[keep]
         start = rng.integers(0, max(1, len(untyped) - n_untyped + 1))
         return window_for_block(untyped[start: start + n_untyped], typed, self.panel.positions, n_typed, c)
 
@@ -256,13 +269,15 @@ class Validator:
     computed as imputation computes it, the validation samples out of every
     context."""
 
-    def __init__(self, ts: TrainingSet, cfg: RunConfig):
+    def __init__(self, sets: list[TrainingSet], cfg: RunConfig):
         rng = np.random.default_rng([cfg.train.seed, 11])
         self.k = cfg.window.context
         self.cases = []
-        queries = ts.val_haps[: min(len(ts.val_haps), 32)]
-        exclude = np.broadcast_to(ts.is_val, (len(queries), len(ts.is_val)))
-        for _ in range(cfg.train.val_windows if len(queries) else 0):
+        with_val = [ts for ts in sets if len(ts.val_haps)]
+        for i in range(cfg.train.val_windows if with_val else 0):
+            ts = with_val[i % len(with_val)]  # the windows taken in turn from each panel
+            queries = ts.val_haps[: min(len(ts.val_haps), 32)]
+            exclude = np.broadcast_to(ts.is_val, (len(queries), len(ts.is_val)))
             window = ts.random_window(rng, cfg.window.untyped, cfg.window.typed)
             haps = ts.panel.haplotypes(window.columns)  # (M, H)
             self.cases.append((window, haps, haps[window.typed][:, queries].T, haps[~window.typed][:, queries], exclude))
@@ -295,9 +310,34 @@ class _StopRequest:
         signal.signal(signal.SIGTERM, self.previous)
 
 
+def _array_per_panel(refs: list, arrays: list) -> list:
+    """One array for every panel, or one per panel."""
+    if len(arrays) not in (1, len(refs)):
+        raise InputError(f"--array: expected one array for every panel or one per --ref ({len(refs)}); found {len(arrays)}")
+    return arrays * len(refs) if len(arrays) == 1 else arrays
+
+
+def _training_panels(refs: list, arrays: list) -> list[tuple[ReferencePanel, np.ndarray]]:
+    """Each panel with its typed mask."""
+    panels = []
+    for ref, array in zip(refs, arrays):
+        panel = ReferencePanel.from_vcf(ref)
+        typed_mask = array_typed_mask(panel, read_array_list(array))
+        log.info("panel %s: %d samples, %d records, %d typed by %s", ref, len(panel.samples), len(panel),
+                 typed_mask.sum(), array)
+        panels.append((panel, typed_mask))
+    return panels
+
+
+def _fingerprint(panels: list[tuple[ReferencePanel, np.ndarray]]) -> str:
+    """The panel's fingerprint; for several, one over theirs in order."""
+    prints = [panel.fingerprint() for panel, _ in panels]  # hashes every haplotype: computed once
+    return prints[0] if len(prints) == 1 else hashlib.sha256(" ".join(prints).encode()).hexdigest()
+
+
 def train(
-    ref: str | Path,
-    array: str | Path,
+    ref: str | Path | list,
+    array: str | Path | list,
     out: str | Path,
     config: RunConfig,
     device: torch.device,
@@ -307,24 +347,26 @@ def train(
 ) -> dict:
     """Train a backbone and write a model directory to `out`. Returns the
     provenance record (steps, elapsed time, final validation r2).
+    `ref` may be several panels (and `array` one array for all, or one per
+    panel): each step draws its window from one of them, in proportion to
+    their untyped records. A model trained on several panels has no panel of
+    its own and imputes with `impute --ref`.
     Under torchrun, `dist` shares each batch among the processes (see
     genimpute.distributed); only its main process writes."""
     out = Path(out)
     backbone = REGISTRY.get(config.model.name)  # an unknown name is build_model's error, below
     if config.train.maf_weight and backbone is not None and backbone.shares_context:
         raise InputError(f"--maf-weight: expected a nearest-context backbone (msa, npssm); found {config.model.name}")
-    panel = ReferencePanel.from_vcf(ref)
-    sites = read_array_list(array)
-    typed_mask = array_typed_mask(panel, sites)
-    log.info("panel %s: %d samples, %d records, %d typed by the array", ref, len(panel.samples), len(panel), typed_mask.sum())
-
-    fingerprint = panel.fingerprint()  # hashes every haplotype: computed once, not per checkpoint
+    refs, arrays = ([p] if isinstance(p, (str, Path)) else list(p) for p in (ref, array))
+    arrays = _array_per_panel(refs, arrays)
+    panels = _training_panels(refs, arrays)
+    fingerprint = _fingerprint(panels)
     checkpoint_path = out / modeldir.CHECKPOINT
     state = None
     if resume:
         state = modeldir.load_torch(checkpoint_path)
         if state.get("panel_fingerprint") != fingerprint:
-            raise CheckpointError(f"{checkpoint_path}: was trained on a different panel than {ref}")
+            raise CheckpointError(f"{checkpoint_path}: was trained on other panels than {', '.join(map(str, refs))}")
         stored = RunConfig.from_dict(state["config"])
         # a resumed run keeps its settings; only the budget may be extended
         config = replace(stored, train=replace(stored.train, steps=config.train.steps, max_minutes=config.train.max_minutes))
@@ -333,7 +375,8 @@ def train(
     dist.barrier()  # every process has checked --out before the main one writes to it
     if dist.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        modeldir.atomic_write(out / modeldir.PANEL, panel.save)
+        if len(panels) == 1:
+            modeldir.atomic_write(out / modeldir.PANEL, panels[0][0].save)
 
     cfg = config.train
     if cfg.batch_size < dist.world:
@@ -348,10 +391,13 @@ def train(
         step, elapsed, history = state["step"], state["elapsed"], state["history"]
         log.info("resuming at step %d (%.1f min trained)", step, elapsed / 60)
 
-    ts = TrainingSet(panel, typed_mask, cfg.val_fraction, cfg.seed)
-    validator = Validator(ts, config) if dist.is_main else None
+    sets = [TrainingSet(panel, typed_mask, cfg.val_fraction, cfg.seed) for panel, typed_mask in panels]
+    set_weights = np.array([ts.n_untyped for ts in sets], float)
+    set_weights /= set_weights.sum()
+    validator = Validator(sets, config) if dist.is_main else None
     n_params = sum(p.numel() for p in model.parameters())
-    log.info("model %s: %d parameters; %d train / %d validation haplotypes", config.model.name, n_params, len(ts.train_haps), len(ts.val_haps))
+    log.info("model %s: %d parameters; %d train / %d validation haplotypes", config.model.name, n_params,
+             sum(len(ts.train_haps) for ts in sets), sum(len(ts.val_haps) for ts in sets))
 
     def snapshot():
         return {
@@ -369,7 +415,8 @@ def train(
         # every process stops at the same step, whichever one's clock or signal says so
         while not dist.any(step >= cfg.steps or elapsed >= cfg.max_minutes * 60 or stop.requested):
             rng = np.random.default_rng([cfg.seed, step])
-            window = ts.random_window(rng, w.untyped, w.typed)
+            ts = sets[rng.choice(len(sets), p=set_weights)] if len(sets) > 1 else sets[0]
+            window = ts.random_window(rng, w.untyped, w.typed, cfg.min_array_density)
             queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
             if model.shares_context:
                 full = ts.shared_batch(window, queries, config.model.kmer, rng, cfg.mask_rate, cfg.query_missing_rate,
@@ -412,16 +459,16 @@ def train(
     provenance = {
         "genimpute_version": __version__,
         "command": " ".join(sys.argv),
-        "panel": str(ref),
-        "array": str(array),
+        "panels": [{"panel": str(r), "array": str(a), "samples": len(ts.panel.samples), "records": len(ts.panel),
+                    "typed_sites": int(ts.typed_mask.sum()),
+                    "validation_samples": [ts.panel.samples[h // 2] for h in ts.val_haps[::2]]}
+                   for r, a, ts in zip(refs, arrays, sets)],
         "panel_fingerprint": fingerprint,
-        "typed_sites": int(typed_mask.sum()),
         "parameters": n_params,
         "processes": dist.world,
         "steps": step,
         "minutes": round(elapsed / 60, 2),
         "finished": finished,
-        "validation_samples": [panel.samples[h // 2] for h in ts.val_haps[::2]],
         "history": history,
     }
     modeldir.write_json(out / modeldir.CONFIG, config.to_dict())
