@@ -6,6 +6,7 @@
 #
 #   docker build -t genimpute:0.1.0 .
 #   docker run --rm -v "$PWD:/data" genimpute:0.1.0 impute target.vcf.gz --model model
+#   docker run --rm -v "$PWD:/data" genimpute:0.1.0 impute target.vcf.gz --ref panel.vcf.gz   (pretrained model)
 FROM python:3.11-slim-bookworm
 
 ARG TORCH=cpu

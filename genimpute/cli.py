@@ -92,14 +92,18 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--checkpoint-every", type=int, default=_DEFAULTS.train.checkpoint_every, show_default=True, help="Steps between checkpoints.")
 @click.option("--validate-every", type=int, default=_DEFAULTS.train.validate_every, show_default=True, help="Steps between validation r2 reports.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
+@click.option("--init", default=None,
+              help="Start from the weights of this model directory ('pretrained': the model shipped with genimpute); "
+                   "its backbone and model size replace --model, --dim, --layers, --heads and --neighbours.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, neighbours, maf_weight, min_array_density, seed, checkpoint_every, validate_every, resume, device, distributed):
+          layers, heads, neighbours, maf_weight, min_array_density, seed, checkpoint_every, validate_every, resume,
+          init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
-    from genimpute.modeldir import default_model_dir
+    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.runtime import pick_device
     from genimpute.train import train as run_train
 
@@ -119,7 +123,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
         logging.getLogger().setLevel(logging.WARNING)  # one process reports progress
     try:
         prov = _run(run_train, ref, array, out, config, dist.device(_run(pick_device, device)), resume=resume,
-                    progress=ctx.obj["progress"], dist=dist)
+                    progress=ctx.obj["progress"], dist=dist, init=PRETRAINED_DIR if init == "pretrained" else init)
     finally:
         ddp.stop(dist)
     if dist.is_main:
@@ -141,8 +145,11 @@ def _checked_config(build) -> RunConfig:
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--ref", type=click.Path(dir_okay=False), default=None,
-              help="Reference panel VCF/BCF to impute from, instead of the model's own.")
-@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
+              help="Reference panel VCF/BCF to impute from, instead of the model's own; without --model, "
+                   "the pretrained model shipped with genimpute is used.")
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
+              help="Model directory [default: the pretrained model with --ref; else $GENIMPUTE_MODEL or "
+                   "~/.local/share/genimpute/model].")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Output .vcf.gz [default: <target>.imputed.vcf.gz in the current directory].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
@@ -162,12 +169,12 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
     from genimpute.impute import impute as run_impute
-    from genimpute.modeldir import default_model_dir
+    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.regions import parse_region
     from genimpute.runtime import pick_device
 
     region = _run(parse_region, region) if region else None
-    model_dir = Path(model_dir) if model_dir else default_model_dir()
+    model_dir = Path(model_dir) if model_dir else PRETRAINED_DIR if ref else default_model_dir()
     if out is None:
         stem = Path(target).name
         for suffix in (".gz", ".bgz", ".vcf", ".bcf"):

@@ -30,6 +30,10 @@ CONFIG, WEIGHTS, PROVENANCE, PANEL, CHECKPOINT = (
 )
 
 
+# the model shipped inside the package: weights, config and provenance, no panel
+PRETRAINED_DIR = Path(__file__).parent / "pretrained"
+
+
 def default_model_dir() -> Path:
     """$GENIMPUTE_MODEL, else $XDG_DATA_HOME/genimpute/model
     (~/.local/share/genimpute/model)."""
@@ -75,9 +79,8 @@ class LoadedModel:
     provenance: dict
 
 
-def load_model_dir(directory: str | Path, panel: ReferencePanel | None = None) -> LoadedModel:
-    """The model in `directory`, imputing from its own panel, or from `panel`
-    when given (a model trained on several panels has none of its own)."""
+def load_weights(directory: str | Path) -> tuple[torch.nn.Module, RunConfig, dict]:
+    """The model in `directory` (in eval mode), its settings and provenance."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(
@@ -89,12 +92,6 @@ def load_model_dir(directory: str | Path, panel: ReferencePanel | None = None) -
         provenance = json.loads((directory / PROVENANCE).read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{directory}: config.json or provenance.json missing or malformed ({exc})") from exc
-    if panel is None:
-        if not (directory / PANEL).exists() and (directory / WEIGHTS).exists():
-            raise CheckpointError(f"{directory}: the model has no panel of its own (trained on several); pass the reference panel with --ref")
-        panel = ReferencePanel.load(directory / PANEL)
-        if panel.fingerprint() != provenance.get("panel_fingerprint"):
-            raise CheckpointError(f"{directory}: panel.npz does not match the panel the model was trained with")
     model = build_model(config.model)
     state = load_torch(directory / WEIGHTS)
     try:
@@ -102,4 +99,19 @@ def load_model_dir(directory: str | Path, panel: ReferencePanel | None = None) -
     except (KeyError, RuntimeError) as exc:
         raise CheckpointError(f"{directory / WEIGHTS}: weights do not fit the model in config.json ({exc})") from exc
     model.eval()
+    return model, config, provenance
+
+
+def load_model_dir(directory: str | Path, panel: ReferencePanel | None = None) -> LoadedModel:
+    """The model in `directory`, imputing from its own panel, or from `panel`
+    when given (a model trained on several panels has none of its own)."""
+    directory = Path(directory)
+    model, config, provenance = load_weights(directory)
+    if panel is None:
+        if not (directory / PANEL).exists():
+            raise CheckpointError(f"{directory}: the model has no panel of its own (trained on several, or shipped "
+                                  "pretrained); pass the reference panel with --ref")
+        panel = ReferencePanel.load(directory / PANEL)
+        if panel.fingerprint() != provenance.get("panel_fingerprint"):
+            raise CheckpointError(f"{directory}: panel.npz does not match the panel the model was trained with")
     return LoadedModel(model, config, panel, provenance)

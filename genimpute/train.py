@@ -344,6 +344,7 @@ def train(
     resume: bool = False,
     progress: bool = True,
     dist: Distributed = SINGLE,
+    init: str | Path | None = None,
 ) -> dict:
     """Train a backbone and write a model directory to `out`. Returns the
     provenance record (steps, elapsed time, final validation r2).
@@ -351,9 +352,16 @@ def train(
     panel): each step draws its window from one of them, in proportion to
     their untyped records. A model trained on several panels has no panel of
     its own and imputes with `impute --ref`.
+    `init`: a model directory whose weights (and so backbone and model size)
+    the run starts from, e.g. the pretrained model, instead of random ones.
     Under torchrun, `dist` shares each batch among the processes (see
     genimpute.distributed); only its main process writes."""
     out = Path(out)
+    start = None
+    if init is not None and not resume:  # a resumed run has its weights and settings in its checkpoint
+        start, init_config, init_provenance = modeldir.load_weights(init)
+        config = replace(config, model=init_config.model)
+        log.info("starting from the weights of %s (%s, %s steps)", init, config.model.name, init_provenance.get("steps"))
     backbone = REGISTRY.get(config.model.name)  # an unknown name is build_model's error, below
     if config.train.maf_weight and backbone is not None and backbone.shares_context:
         raise InputError(f"--maf-weight: expected a nearest-context backbone (msa, npssm); found {config.model.name}")
@@ -385,10 +393,14 @@ def train(
     model = build_model(config.model).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     step, elapsed, history = 0, 0.0, []
+    initialised_from = None if init is None else str(init)
+    if start is not None:
+        model.load_state_dict(start.state_dict())
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, elapsed, history = state["step"], state["elapsed"], state["history"]
+        initialised_from = state.get("initialised_from")
         log.info("resuming at step %d (%.1f min trained)", step, elapsed / 60)
 
     sets = [TrainingSet(panel, typed_mask, cfg.val_fraction, cfg.seed) for panel, typed_mask in panels]
@@ -403,7 +415,7 @@ def train(
         return {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
             "elapsed": elapsed, "history": history, "config": config.to_dict(),
-            "panel_fingerprint": fingerprint,
+            "panel_fingerprint": fingerprint, "initialised_from": initialised_from,
         }
 
     w = config.window
@@ -464,6 +476,7 @@ def train(
                     "validation_samples": [ts.panel.samples[h // 2] for h in ts.val_haps[::2]]}
                    for r, a, ts in zip(refs, arrays, sets)],
         "panel_fingerprint": fingerprint,
+        "initialised_from": initialised_from,
         "parameters": n_params,
         "processes": dist.world,
         "steps": step,
