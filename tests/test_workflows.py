@@ -43,6 +43,21 @@ def test_snakemake_workflow_trains_scatters_concatenates_and_evaluates(tmp_path)
     assert (out / "report" / "r2_by_maf.png").stat().st_size > 0
 
 
+def test_snakemake_workflow_imputes_with_the_pretrained_model_and_no_training(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("\n".join([
+        f"panel: {PANEL}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", 'truth: ""', "model: pretrained",
+        "chunk_size: 50kb", "outdir: out",
+    ]) + "\n")
+    subprocess.run(["snakemake", "-s", str(SNAKEFILE), "--configfile", str(config), "--directory", str(tmp_path),
+                    "--cores", "2", "--quiet"], check=True, capture_output=True, text=True)
+    out = tmp_path / "out"
+    assert not (out / "model").exists()
+    single = tmp_path / "single.vcf.gz"
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(single)])
+    assert _records(out / "imputed.vcf.gz") == _records(single)
+
+
 def _help_options(command: str) -> set:
     text = run([command, "--help"]).output
     return set(re.findall(r"(--[a-z][a-z-]*)", text))
