@@ -2,7 +2,8 @@
 
     config.json      RunConfig (window, model, train settings)
     model.pt         final weights
-    provenance.json  version, command line, panel file and fingerprint, steps
+    provenance.json  version, command line, each panel (file, array, held-out samples),
+                     the panels' fingerprint, steps
     panel.npz        the bit-packed reference panel the model was trained with
                      (absent when it was trained on several panels)
     checkpoint.pt    training state for --resume (weights, optimizer, step)
