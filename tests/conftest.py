@@ -4,6 +4,10 @@ import pytest
 from cli_helpers import TINY, run
 from paths import ARRAY, DATA, PANEL
 
+from genimpute.io.array_list import read_array_list
+from genimpute.panel import ReferencePanel, array_typed_mask
+from genimpute.train import TrainingSet
+
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow")
@@ -29,3 +33,10 @@ def trained(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("model")
     run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(d / "model"), *TINY])
     return d / "model"
+
+
+@pytest.fixture(scope="session")
+def training_set() -> TrainingSet:
+    """The tests/data panel and array as training sees them (10% of samples held out)."""
+    panel = ReferencePanel.from_vcf(PANEL)
+    return TrainingSet(panel, array_typed_mask(panel, read_array_list(ARRAY)), 0.1, seed=3)

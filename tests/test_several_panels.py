@@ -9,20 +9,14 @@ import pytest
 import torch
 from cli_helpers import TINY, run
 from paths import ARRAY, PANEL, TARGET_PHASED
+from vcf_edit import read_lines
 
 from genimpute.config import RunConfig, TrainConfig, WindowConfig
 from genimpute.errors import CheckpointError, InputError
-from genimpute.io.array_list import read_array_list
 from genimpute.modeldir import PANEL as PANEL_FILE
 from genimpute.modeldir import load_model_dir
-from genimpute.panel import ReferencePanel, array_typed_mask
+from genimpute.panel import ReferencePanel
 from genimpute.train import TrainingSet, train
-
-
-@pytest.fixture(scope="module")
-def training_set():
-    panel = ReferencePanel.from_vcf(PANEL)
-    return TrainingSet(panel, array_typed_mask(panel, read_array_list(ARRAY)), 0.1, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +91,10 @@ def test_resume_refuses_another_set_of_panels(halves, tmp_path):
         train(halves, [ARRAY, ARRAY, ARRAY], tmp_path / "n", config, torch.device("cpu"))
 
 
-def _records(path) -> list[str]:
-    with gzip.open(path, "rt") as handle:
-        return [line for line in handle if not line.startswith("#")]
-
-
 def test_ref_gives_the_records_of_the_models_own_panel(trained, tmp_path):
     own, given = tmp_path / "own.vcf.gz", tmp_path / "given.vcf.gz"
     run(["-q", "impute", str(TARGET_PHASED), "--model", str(trained), "--out", str(own)])
     run(["-q", "impute", str(TARGET_PHASED), "--model", str(trained), "--ref", str(PANEL), "--out", str(given)])
-    assert _records(own) == _records(given)
+    assert read_lines(own)[1] == read_lines(given)[1]
     with gzip.open(given, "rt") as handle:
         assert f"##genimputeReference={PANEL.resolve()}" in handle.read()

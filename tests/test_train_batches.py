@@ -9,17 +9,9 @@ from paths import ARRAY, PANEL
 
 from genimpute.config import MASKED, ModelConfig, RunConfig, TrainConfig
 from genimpute.errors import InputError
-from genimpute.io.array_list import read_array_list
 from genimpute.models import build_model
 from genimpute.models.kmers import group_columns
-from genimpute.panel import ReferencePanel, array_typed_mask
-from genimpute.train import TrainingSet, train
-
-
-@pytest.fixture(scope="module")
-def training_set():
-    panel = ReferencePanel.from_vcf(PANEL)
-    return TrainingSet(panel, array_typed_mask(panel, read_array_list(ARRAY)), 0.1, seed=3)
+from genimpute.train import train
 
 
 def _shared_case(ts, seed: int, n_queries: int, **kw):
