@@ -427,6 +427,7 @@ def train(
         # every process stops at the same step, whichever one's clock or signal says so
         while not dist.any(step >= cfg.steps or elapsed >= cfg.max_minutes * 60 or stop.requested):
             rng = np.random.default_rng([cfg.seed, step])
+            # one panel draws nothing here, so its batches stay those of runs (and checkpoints) before several panels
             ts = sets[rng.choice(len(sets), p=set_weights)] if len(sets) > 1 else sets[0]
             window = ts.random_window(rng, w.untyped, w.typed, cfg.min_array_density)
             queries = rng.choice(ts.train_haps, size=min(cfg.batch_size, len(ts.train_haps)), replace=False)
