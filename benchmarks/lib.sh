@@ -32,3 +32,8 @@ minimac4_run() {  # minimac4_run NAME PANEL TARGETS : compress the panel (not ti
   minimac4 --compress-reference "$2" > "$1.msav" 2> "$1.compress.log"
   timed "$1" minimac4 -t 2 -f GT,DS,HDS -O vcf.gz -o "$1.vcf.gz" "$1.msav" "$3"
 }
+
+to_vcf() {  # ... | to_vcf OUT.vcf.gz : bgzip and index VCF text from stdin, spelling "##fileformat" as htslib
+  # requires (HapMap's header says "##fileFormat", so htslib refuses it as text VCF)
+  sed '1s/^##fileFormat=/##fileformat=/' | bgzip > "$1" && tabix -f -p vcf "$1"
+}

@@ -47,11 +47,9 @@ held_out=$(python -c "import json, sys; print(','.join(json.load(open(sys.argv[1
   "${MODEL:-$(python -c "from genimpute.modeldir import PRETRAINED_DIR; print(PRETRAINED_DIR)")}/provenance.json")
 hm=hapmap_8-12Mb
 if [[ ! -s $hm.truth.vcf.gz.tbi ]]; then
-  # text VCF with htslib's spelling of ##fileformat (HapMap's header says ##fileFormat)
-  vcf() { sed '1s/^##fileFormat=/##fileformat=/' | bgzip > "$1" && tabix -f -p vcf "$1"; }
-  bcftools view -r 20:8000000-12000000 -s "$held_out" "$shared/hapmap_ceu_chr20/panel.b37.bcf" | vcf "$hm.truth.vcf.gz"
-  bcftools view -r 20:8000000-12000000 -s "^$held_out" "$shared/hapmap_ceu_chr20/panel.b37.bcf" | vcf "$hm.panel.vcf.gz"
-  bcftools view -T "$shared/arrays/omni2.5_chr20_b37.txt" "$hm.truth.vcf.gz" | vcf "$hm.targets.vcf.gz"
+  bcftools view -r 20:8000000-12000000 -s "$held_out" "$shared/hapmap_ceu_chr20/panel.b37.bcf" | to_vcf "$hm.truth.vcf.gz"
+  bcftools view -r 20:8000000-12000000 -s "^$held_out" "$shared/hapmap_ceu_chr20/panel.b37.bcf" | to_vcf "$hm.panel.vcf.gz"
+  bcftools view -T "$shared/arrays/omni2.5_chr20_b37.txt" "$hm.truth.vcf.gz" | to_vcf "$hm.targets.vcf.gz"
 fi
 kept impute_hapmap || timed impute_hapmap genimpute -q impute "$hm.targets.vcf.gz" --ref "$hm.panel.vcf.gz" "${model[@]}" \
   --out pretrained.hapmap.vcf.gz --force

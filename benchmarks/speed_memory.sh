@@ -78,9 +78,8 @@ fi
 if part 3; then
 echo "3. a whole chromosome: HapMap CEU chr20, 51 chip targets:"
 hapmap=$shared/hapmap_ceu_chr20
-# Beagle reads VCF, not BCF; and htslib reads a VCF only under "##fileformat", which this header spells "##fileFormat"
-bcftools view "$hapmap/panel.b37.bcf" | sed '1s/^##fileFormat=/##fileformat=/' | bgzip > hapmap_panel.vcf.gz
-tabix -f -p vcf hapmap_panel.vcf.gz
+# Beagle reads VCF, not BCF
+bcftools view "$hapmap/panel.b37.bcf" | to_vcf hapmap_panel.vcf.gz
 bcftools query -f '%CHROM\t%POS\t%REF\t%ALT\n' "$hapmap/targets.chip330k.phased.vcf.gz" > chip330k.txt
 [ -f hapmap_model/model.pt ] || genimpute -q train --ref hapmap_panel.vcf.gz --array chip330k.txt \
   --out hapmap_model --max-minutes "$train_minutes" "${train_flags[@]}" > hapmap_train.log 2>&1
