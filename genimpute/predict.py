@@ -10,18 +10,14 @@ from genimpute.windows import Window, assemble_rows, nearest_haplotypes, query_r
 # Every forward pass holds exactly this many queries, the last pass padded, so
 # the kernels see the same shapes whatever the number of targets: a query's
 # P(alt) depends only on the query, and outputs are byte-identical for any
-# number of targets or threads. For nearest-context backbones larger passes
-# only pay off on a GPU; a shared-context backbone's per-query work is small
-# enough that on the CPU too it runs twice as fast in passes of 256 as of 16
-# (SPIN with neighbours, 202 target haplotypes, BENCHMARKS.md).
-QUERIES_PER_PASS = {"cpu": 16, "cuda": 256}
-SHARED_CONTEXT_QUERIES_PER_PASS = 256
+# number of targets or threads. On a GPU passes are large; on the CPU each
+# backbone says how many queries pay off (`queries_per_cpu_pass`): few for a
+# full pass per query, many when the per-query work is small (BENCHMARKS.md).
+CUDA_QUERIES_PER_PASS = 256
 
 
-def queries_per_pass(device: torch.device, shares_context: bool = False) -> int:
-    if shares_context:
-        return SHARED_CONTEXT_QUERIES_PER_PASS
-    return QUERIES_PER_PASS.get(device.type, QUERIES_PER_PASS["cpu"])
+def queries_per_pass(device: torch.device, model: torch.nn.Module) -> int:
+    return CUDA_QUERIES_PER_PASS if device.type == "cuda" else model.queries_per_cpu_pass
 
 
 def _passes(n_queries: int, per_pass: int):
@@ -55,7 +51,7 @@ def window_probabilities(
     queries[:, window.typed] = query_typed
     typed = torch.from_numpy(window.typed).to(device)
     out = np.empty((int((~window.typed).sum()), len(queries)), dtype=np.float32)
-    per_pass = queries_per_pass(device, model.shares_context)
+    per_pass = queries_per_pass(device, model)
     if model.shares_context:
         # one encoding of the panel per distinct exclusion (one when no target is in the panel)
         exclusions, which = (np.zeros((1, window_haps.shape[1]), bool), np.zeros(len(queries), int)) \

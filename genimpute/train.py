@@ -435,11 +435,11 @@ def train(
                 full = ts.shared_batch(window, queries, config.model.kmer, rng, cfg.mask_rate, cfg.query_missing_rate,
                                        config.model.neighbours)
             else:
-                full = ts.batch(window, queries, w.context, rng, cfg.mask_rate, cfg.mask_span, cfg.query_missing_rate,
-                                cfg.maf_weight)
+                full = ts.batch(window, queries, w.context, rng, cfg.mask_rate if model.reconstructs_context else 0.0,
+                                cfg.mask_span, cfg.query_missing_rate, cfg.maf_weight)
             n_query, n_masked = full.counts()
             query_sum, recon_sum = full.share(dist.rows()).to(device).loss_sums(net)
-            lam = lam_at(step, cfg)
+            lam = lam_at(step, cfg) if model.reconstructs_context else 1.0
             # the batch means, as shares of this process; DDP averages gradients over processes, hence x world
             loss = dist.world * (lam * query_sum / n_query + (1 - lam) * recon_sum / max(1, n_masked))
             query_loss = query_sum.item() / n_query  # this process's share, for the progress bar

@@ -157,14 +157,15 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
 
 
 def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndarray, typed: np.ndarray) -> np.ndarray:
-    """(B, 1 + k, M) int64 cell tokens: row 0 the query with its untyped
-    cells and missing calls MASKED, rows 1..k its context haplotypes.
+    """(B, 1 + k, M) int8 cell tokens: row 0 the query with its untyped
+    cells and missing calls MASKED, rows 1..k its context haplotypes. Int8,
+    because with a large k this array is most of a window's memory traffic.
 
     window_haps: (M, H) panel alleles of the window's columns
     queries:     (B, M) query alleles, negative for missing calls (untyped cells may hold anything)
     context:     (B, k) panel haplotype indices
     """
-    rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int64)
+    rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int8)
     rows[:, 0] = query_rows(queries, typed)
     rows[:, 1:] = window_haps.T[context]
     return rows

@@ -22,9 +22,9 @@ def _tokens(b=3, r=5, m=40, seed=0):
     return tokens, typed
 
 
-def test_registry_has_the_three_backbones():
-    assert sorted(REGISTRY) == ["msa", "npssm", "spin"]
-    assert NEAREST == ["msa", "npssm"]
+def test_registry_has_the_four_backbones():
+    assert sorted(REGISTRY) == ["match", "msa", "npssm", "spin"]
+    assert NEAREST == ["match", "msa", "npssm"]
 
 
 @pytest.mark.parametrize("name", NEAREST)
@@ -52,7 +52,7 @@ def test_query_logits_are_the_full_passs_query_cells(name, layers):
 
 
 def test_unknown_model_lists_valid_names():
-    with pytest.raises(GenimputeError, match="msa, npssm, spin"):
+    with pytest.raises(GenimputeError, match="match, msa, npssm, spin"):
         build_model(ModelConfig(name="nonesuch"))
 
 

@@ -284,7 +284,7 @@ def test_assemble_rows(m, n_hap, b, seed, data):
     k = data.draw(st.integers(1, n_hap))
     context = np.stack([rng.permutation(n_hap)[:k] for _ in range(b)])
     rows = assemble_rows(window_haps, queries, context, typed)
-    assert rows.shape == (b, 1 + k, m) and rows.dtype == np.int64
+    assert rows.shape == (b, 1 + k, m) and rows.dtype == np.int8
     assert np.all(rows[:, 0][:, ~typed] == MASKED)
     np.testing.assert_array_equal(rows[:, 0][:, typed], queries[:, typed])
     for i in range(b):

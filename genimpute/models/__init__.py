@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from genimpute.config import ModelConfig
 from genimpute.errors import GenimputeError
+from genimpute.models.match import HaplotypeMatcher
 from genimpute.models.msa import MSATransformer
 from genimpute.models.npssm import NPSSM
 from genimpute.models.spin import SPIN
 
 REGISTRY = {
+    "match": HaplotypeMatcher,
     "msa": MSATransformer,
     "npssm": NPSSM,
     "spin": SPIN,

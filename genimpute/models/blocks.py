@@ -22,12 +22,12 @@ class CellEmbedding(nn.Module):
         self.max_columns = config.max_columns
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M) long, typed (M,) bool -> (B, R, M, D)
+        # tokens (B, R, M) integer, typed (M,) bool -> (B, R, M, D)
         n_col = tokens.shape[-1]
         if n_col > self.max_columns:
             raise ValueError(f"window has {n_col} columns; the model covers at most {self.max_columns}")
         cols = torch.arange(n_col, device=tokens.device)
-        x = self.token(tokens) + (self.column(cols) + self.typed(typed.long()))
+        x = self.token(tokens.long()) + (self.column(cols) + self.typed(typed.long()))
         x[:, 0] = x[:, 0] + self.query
         return x
 
@@ -84,6 +84,8 @@ class AxialBackbone(nn.Module):
     Subclasses say how the two mixers are built and applied."""
 
     shares_context = False  # each query has its own nearest-haplotype context
+    reconstructs_context = True  # training also predicts span-masked context cells
+    queries_per_cpu_pass = 16  # a full pass over (1 + k) x M cells per query: larger passes gain nothing on a CPU
 
     def __init__(self, config: ModelConfig, along_variants, along_haplotypes):
         super().__init__()

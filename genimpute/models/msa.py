@@ -73,7 +73,7 @@ class MSATransformer(AxialBackbone):
         super().__init__(config, lambda: TiedRowAttention(config), lambda: ColumnAttention(config))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M) long, typed (M,) bool -> logits (B, R, M)
+        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M)
         x = self.embed(tokens, typed)
         for row_attn, col_attn, ffn in self.layers:
             x = ffn(col_attn(row_attn(x)))

@@ -141,7 +141,7 @@ class NPSSM(AxialBackbone):
         super().__init__(config, lambda: BiMamba(config.dim, config.state), lambda: BiMamba(config.dim, config.state))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M) long, typed (M,) bool -> logits (B, R, M)
+        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M)
         x = self.embed(tokens, typed)
         b, r, m, d = x.shape
         for along_variants, along_haplotypes, ffn in self.layers:

@@ -1,0 +1,137 @@
+"""Haplotype matcher: attention over the query's nearest panel haplotypes,
+scored by how well each agrees with the query around the predicted variant.
+
+Recombination makes a haplotype a mosaic of panel haplotypes (Li and
+Stephens), so P(alt) at an untyped variant is a weighted vote of the panel
+haplotypes the query copies there, and the weight of a haplotype depends on
+how far it matches the query on either side. This backbone learns that
+weighting and nothing else:
+- For every context row j and each gap between typed sites (every untyped
+  column of a gap has the same typed evidence), features of the agreement
+  between row j and the query: mismatches and observed sites among the d
+  typed sites to the left and to the right for d = 1, 2, 4, ..., 128; the
+  number of agreeing sites before the first mismatch on each side, and
+  whether that run reaches the window's edge; row j's mismatch rate over
+  the whole window.
+- An MLP turns the features into `heads` scores; a softmax over the k rows
+  gives each head's weights, and each head's vote is the weighted share of
+  rows carrying the alt allele.
+- The log-odds of the heads' votes (smoothed by a learned epsilon) are
+  combined by learned weights into the query's alt log-odds.
+
+Nothing here attends along variants or mixes rows, so the cost per query is
+k x gaps x the MLP, about a thousandth of a MSA-Transformer pass over the
+same window; that is what lets imputation keep up with HMM imputers on a CPU
+(BENCHMARKS.md). Context rows are not reconstructed: `forward` gives the
+query row's logits and zeros for the context rows.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from genimpute.config import ALT, MASKED, ModelConfig
+
+# typed sites either side of a gap whose agreement with the query is counted
+SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+
+
+def _left_right_bounds(typed: torch.Tensor, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For each of `columns`, (lo, hi): its evidence is typed sites [0, lo)
+    on the left and [hi, t) on the right, t the window's typed sites. An
+    untyped column has lo == hi; a typed one leaves itself out (hi = lo + 1)."""
+    before = torch.cumsum(typed.long(), 0) - typed.long()  # typed columns strictly left of each column
+    lo = before[columns]
+    return lo, lo + typed[columns].long()
+
+
+def _ranges(lo: torch.Tensor, hi: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(left, right), each (G, len(SITES)): the evidence ranges of G gaps,
+    typed sites [left, lo) and [hi, right), d sites each side for each d of
+    SITES (fewer at the window's edges)."""
+    sites = torch.tensor(SITES, device=lo.device)
+    return (lo[:, None] - sites).clamp(min=0), (hi[:, None] + sites).clamp(max=t)
+
+
+def _counts_in(sums: torch.Tensor, lo, hi, left, right) -> torch.Tensor:
+    """(..., G, 2 * len(SITES)): from prefix sums (..., t+1) of a per-site
+    count, its totals over typed sites [left, lo) and [hi, right) of each gap."""
+    g, n = left.shape
+    at = sums.index_select(-1, torch.cat([lo, hi, left.ravel(), right.ravel()]))
+    at_lo, at_hi = at[..., :g, None], at[..., g: 2 * g, None]
+    left_sum = at_lo - at[..., 2 * g: 2 * g + g * n].unflatten(-1, (g, n))
+    right_sum = at[..., 2 * g + g * n:].unflatten(-1, (g, n)) - at_hi
+    return torch.cat([left_sum, right_sum], -1)
+
+
+def _prefix_sums(x: torch.Tensor) -> torch.Tensor:
+    """(..., t) -> (..., t+1): sums over sites [0, i)."""
+    return F.pad(x, (1, 0)).cumsum(-1)
+
+
+class HaplotypeMatcher(nn.Module):
+    shares_context = False  # each query has its own nearest-haplotype context
+    reconstructs_context = False  # training has no context-reconstruction term
+    queries_per_cpu_pass = 64
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        n = 2 * len(SITES)
+        # the first layer is split by what its inputs vary with, so each part is computed at its own size
+        self.from_mismatches = nn.Linear(n + 1, config.dim)  # per (query, row, gap); + the row's mismatch rate
+        self.from_observed = nn.Linear(n, config.dim, bias=False)  # per (query, gap): sites seen, edges
+        hidden = []
+        for _ in range(config.layers - 1):
+            hidden += [nn.Linear(config.dim, config.dim), nn.GELU()]
+        self.score = nn.Sequential(nn.GELU(), *hidden, nn.Linear(config.dim, config.heads))
+        self.mix = nn.Parameter(torch.full((config.heads,), 1.0 / config.heads))
+        self.bias = nn.Parameter(torch.zeros(()))
+        self.smoothing = nn.Parameter(torch.tensor(-4.0))  # epsilon = sigmoid(-4) ~ 0.018 at the start
+
+    def _scores(self, query: torch.Tensor, context: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        """(B, k, G, heads) scores of each context row around G gaps.
+
+        query:   (B, t) tokens at the typed columns (MASKED: missing call)
+        context: (B, k, t) tokens at the typed columns
+        lo, hi:  (G,) evidence bounds of each gap, as _left_right_bounds
+        """
+        left, right = _ranges(lo, hi, query.shape[-1])
+        observed = query != MASKED  # (B, t)
+        mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
+        mis_sums = _prefix_sums(mismatch.float())  # (B, k, t+1)
+        obs_sums = _prefix_sums(observed.float())  # (B, t+1)
+        rate = mis_sums[..., -1:] / obs_sums[:, None, -1:].clamp(min=1)  # (B, k, 1)
+        mis = torch.cat([torch.log1p(_counts_in(mis_sums, lo, hi, left, right)),
+                         rate[..., None].expand(-1, -1, len(lo), 1)], -1)
+        seen = _counts_in(obs_sums, lo, hi, left, right) / torch.tensor(SITES, device=lo.device).repeat(2)
+        return self.score(self.from_mismatches(mis) + self.from_observed(seen)[:, None])
+
+    def _log_odds(self, tokens: torch.Tensor, typed: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """(B, C) query alt log-odds at `columns` (C,) of tokens (B, R, M).
+        Context cells are taken to be REF or ALT (a panel has no missing alleles)."""
+        lo, hi = _left_right_bounds(typed, columns)
+        width = typed.numel() + 1
+        gaps, which = torch.unique(lo * width + hi, return_inverse=True)  # the columns' distinct evidence
+        at_typed = tokens.index_select(-1, torch.nonzero(typed).squeeze(1))
+        weights = self._scores(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width).softmax(1)
+        b, k, g, heads = weights.shape
+        # every gap's weights times every column's alleles, then each column's own gap: (B, heads, G, C)
+        alt = (tokens[:, 1:].index_select(-1, columns) == ALT).to(weights.dtype)  # (B, k, C)
+        votes = torch.bmm(weights.permute(0, 3, 2, 1).reshape(b, heads * g, k), alt).view(b, heads, g, -1)
+        vote = votes.gather(2, which.view(1, 1, 1, -1).expand(b, heads, 1, -1)).squeeze(2)  # (B, heads, C)
+        eps = torch.sigmoid(self.smoothing)
+        vote = (vote + eps) / (1 + 2 * eps)
+        return torch.einsum("bhc,h->bc", torch.log(vote) - torch.log1p(-vote), self.mix) + self.bias
+
+    def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+        # tokens (B, R, M), typed (M,) bool -> logits (B, R, M): the query row's; 0 for context rows
+        out = torch.zeros(tokens.shape, device=tokens.device)
+        out[:, 0] = self._log_odds(tokens, typed, torch.arange(tokens.shape[-1], device=tokens.device))
+        return out
+
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+        """forward(tokens, typed)[:, 0][:, ~typed], for those columns alone."""
+        return self._log_odds(tokens, typed, torch.nonzero(~typed).squeeze(1))
