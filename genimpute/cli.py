@@ -70,14 +70,16 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
               help="Array sites: 'CHROM POS [REF ALT]' per line; once for every panel, or once per --ref in order.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
 @click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True,
-              help="Backbone: msa, npssm or spin (spin learns to impute across windows only with --neighbours; BENCHMARKS.md).")
+              help="Backbone: match, msa, npssm or spin (spin learns to impute across windows only with --neighbours; "
+                   "BENCHMARKS.md compares them).")
 @click.option("--steps", type=int, default=_DEFAULTS.train.steps, show_default=True, help="Training steps.")
 @click.option("--max-minutes", type=float, default=_DEFAULTS.train.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
 @click.option("--batch-size", type=int, default=_DEFAULTS.train.batch_size, show_default=True, help="Query haplotypes per step.")
 @click.option("--lr", type=float, default=_DEFAULTS.train.lr, show_default=True)
 @click.option("--untyped", type=int, default=_DEFAULTS.window.untyped, show_default=True, help="U: untyped variants per window.")
 @click.option("--typed", type=int, default=_DEFAULTS.window.typed, show_default=True, help="T: typed variants per window.")
-@click.option("--context", type=int, default=_DEFAULTS.window.context, show_default=True, help="k: nearest panel haplotypes per query.")
+@click.option("--context", type=int, default=None,
+              help="k: nearest panel haplotypes per query [default: the backbone's, 160 for match, 24 for msa and npssm].")
 @click.option("--dim", type=int, default=_DEFAULTS.model.dim, show_default=True)
 @click.option("--layers", type=int, default=_DEFAULTS.model.layers, show_default=True)
 @click.option("--heads", type=int, default=_DEFAULTS.model.heads, show_default=True)
@@ -108,8 +110,11 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
     from genimpute.train import train as run_train
 
     def build():
+        from genimpute.models import default_context
+
         return RunConfig(
-            window=WindowConfig(untyped=untyped, typed=typed, context=context),
+            window=WindowConfig(untyped=untyped, typed=typed,
+                                context=context if context is not None else default_context(model_name)),
             model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads, neighbours=neighbours),
             train=replace(_DEFAULTS.train, steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
                           seed=seed, checkpoint_every=checkpoint_every, validate_every=validate_every,

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 class WindowConfig:
     untyped: int = 100  # U: consecutive untyped variants predicted by one window
     typed: int = 200  # T: typed variants nearest to them, given as evidence
-    context: int = 24  # k: panel haplotypes nearest to the query by L1 on typed sites
+    # k: panel haplotypes nearest to the query by L1 on typed sites; the
+    # default backbone's (the CLI takes each backbone's own `default_context`)
+    context: int = 160
 
     def __post_init__(self):
         for name in ("untyped", "typed", "context"):
@@ -21,7 +23,7 @@ class WindowConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    name: str = "msa"
+    name: str = "match"
     dim: int = 32
     layers: int = 2
     heads: int = 4

@@ -93,10 +93,10 @@ def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
         torch.testing.assert_close(resumed[name], straight[name], atol=1e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("backbone,flags", [("spin", []), ("npssm", []), ("spin", ["--neighbours", "4"])],
-                         ids=["spin", "npssm", "spin-neighbours"])
+@pytest.mark.parametrize("backbone,flags", [("msa", []), ("spin", []), ("npssm", []), ("spin", ["--neighbours", "4"])],
+                         ids=["msa", "spin", "npssm", "spin-neighbours"])
 def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp_path, data):
-    """The other backbones go through the same commands as msa (the `trained` model)."""
+    """The other backbones go through the same commands as the default, match (the `trained` model)."""
     base = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
             "--model", backbone, *flags]
     run([*base, *TINY, "--out", str(tmp_path / "straight")])

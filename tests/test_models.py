@@ -60,7 +60,7 @@ def test_msa_is_equivariant_to_context_row_order():
     """No positional embedding across rows: permuting context rows permutes
     their outputs and leaves the query's prediction unchanged."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(dim=16, layers=2, heads=2)).eval()
+    model = build_model(ModelConfig(name="msa", dim=16, layers=2, heads=2)).eval()
     tokens, typed = _tokens(b=1, r=6)
     perm = torch.tensor([0, 3, 1, 5, 2, 4])
     with torch.no_grad():
@@ -85,7 +85,7 @@ def test_tied_row_attention_matches_explicit_formula():
 
 def test_batch_elements_are_independent():
     torch.manual_seed(0)
-    model = build_model(ModelConfig(dim=16, layers=1, heads=2)).eval()
+    model = build_model(ModelConfig(name="msa", dim=16, layers=1, heads=2)).eval()
     tokens, typed = _tokens(b=4)
     with torch.no_grad():
         together = model(tokens, typed)
@@ -94,7 +94,7 @@ def test_batch_elements_are_independent():
 
 
 def test_too_many_columns_is_an_error():
-    model = build_model(ModelConfig(dim=8, heads=2, max_columns=10))
+    model = build_model(ModelConfig(name="msa", dim=8, heads=2, max_columns=10))
     tokens, typed = _tokens(m=11)
     with pytest.raises(ValueError, match="at most 10"):
         model(tokens, typed)

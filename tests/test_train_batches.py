@@ -90,7 +90,7 @@ def test_batch_weights_scale_the_query_loss_alone(training_set):
     plain = ts.batch(window, queries, 5, np.random.default_rng(5), 0.2, 4)
     weighted = ts.batch(window, queries, 5, np.random.default_rng(5), 0.2, 4, maf_weight=1.0)
     torch.manual_seed(0)
-    net = build_model(ModelConfig())
+    net = build_model(ModelConfig(name="msa"))
     (q_plain, r_plain), (q_weighted, r_weighted) = plain.loss_sums(net), weighted.loss_sums(net)
     assert r_weighted.item() == pytest.approx(r_plain.item(), rel=1e-6)
     assert q_weighted.item() != pytest.approx(q_plain.item(), rel=1e-3)

@@ -1,12 +1,15 @@
 """Backbones, chosen by name. Cell tokens are REF/ALT/MASKED (see
 genimpute.config); `typed` is a window's (M,) typed-column mask. A backbone's
-`shares_context` says which of two interfaces it has.
+`shares_context` says which of two interfaces it has; `reconstructs_context`
+whether training adds a context-reconstruction term; `default_context` the k
+it is trained with unless told; `queries_per_cpu_pass` how many queries one
+pass holds on a CPU.
 
-Nearest-context backbones (msa, npssm; shares_context False): each query has
-its own context, its k nearest panel haplotypes. `forward(tokens, typed)`
-maps (B, R, M) tokens (row 0 the query, rows 1.. its context) to alt-allele
-logits (B, R, M); `query_logits` gives the query row's at the untyped
-columns (B, U), computing only what those cells need.
+Nearest-context backbones (match, msa, npssm; shares_context False): each
+query has its own context, its k nearest panel haplotypes.
+`forward(tokens, typed)` maps (B, R, M) tokens (row 0 the query, rows 1.. its
+context) to alt-allele logits (B, R, M); `query_logits` gives the query row's
+at the untyped columns (B, U), computing only what those cells need.
 
 Shared-context backbones (spin; shares_context True): every query of a
 window shares one context, the window's panel haplotypes, encoded once.
@@ -20,7 +23,7 @@ rows, given as (B, n) indices into the context; otherwise pass None.
 
 from __future__ import annotations
 
-from genimpute.config import ModelConfig
+from genimpute.config import ModelConfig, WindowConfig
 from genimpute.errors import GenimputeError
 from genimpute.models.match import HaplotypeMatcher
 from genimpute.models.msa import MSATransformer
@@ -33,6 +36,13 @@ REGISTRY = {
     "npssm": NPSSM,
     "spin": SPIN,
 }
+
+
+def default_context(name: str) -> int:
+    """The context size k a backbone was measured with (BENCHMARKS.md);
+    WindowConfig's default for a name that is not a backbone (build_model reports it)."""
+    cls = REGISTRY.get(name)
+    return cls.default_context if cls is not None else WindowConfig().context
 
 
 def build_model(config: ModelConfig):

@@ -45,6 +45,7 @@ class Memory(NamedTuple):
 class SPIN(nn.Module):
     shares_context = True  # the context is the window's panel, not each query's nearest haplotypes
     reconstructs_context = True  # training also predicts the untyped cells of hidden context rows
+    default_context = 24  # unused: the context is the whole panel (see `neighbours`)
     queries_per_cpu_pass = 256  # per-query work is small kernels: 256 per pass run twice as fast as 16
 
     def __init__(self, config: ModelConfig):
