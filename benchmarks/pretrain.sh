@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the pretrained model shipped in genimpute/pretrained (issue 4):
-# MSA with default settings, trained on
+# the default backbone (match, k=160) with default settings, trained on
 #   - the simulated panel (../shared/data/sim_ooa_chr20_5Mb, 2,149 samples,
 #     chr20:40-45 Mb) with its Omni2.5-like array, and
 #   - HapMap CEU chr20 (../shared/data/hapmap_ceu_chr20, 60 samples) with the
@@ -12,7 +12,7 @@
 #
 #   bash benchmarks/pretrain.sh [out dir]     (default benchmarks/out/pretrain)
 # Run again on the same dir, it resumes from the checkpoint.
-#   env: STEPS (default 5000), MAX_MINUTES (default 60)
+#   env: STEPS (default 3000), MAX_MINUTES (default 30)
 #
 # Then copy config.json, model.pt and provenance.json from OUT/model to
 # genimpute/pretrained/.
@@ -34,4 +34,4 @@ resume=()
 genimpute train \
   --ref "$shared/sim_ooa_chr20_5Mb/panel.vcf.gz" --array "$shared/sim_ooa_chr20_5Mb/array.omni2.5-like.txt" \
   --ref "$hapmap" --array "$shared/arrays/omni2.5_chr20_b37.txt" \
-  --min-array-density 0.3 --steps "${STEPS:-5000}" --max-minutes "${MAX_MINUTES:-60}" --out model "${resume[@]}"
+  --min-array-density 0.3 --steps "${STEPS:-3000}" --max-minutes "${MAX_MINUTES:-30}" --out model "${resume[@]}"

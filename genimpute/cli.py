@@ -86,7 +86,7 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--neighbours", type=int, default=_DEFAULTS.model.neighbours, show_default=True,
               help="spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN).")
 @click.option("--maf-weight", type=float, default=_DEFAULTS.train.maf_weight, show_default=True,
-              help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; msa and npssm).")
+              help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; match, msa and npssm).")
 @click.option("--min-array-density", type=float, default=_DEFAULTS.train.min_array_density, show_default=True,
               help="Each step keeps a random share in [x, 1] of the array's sites typed and imputes the rest, "
                    "to train for sparser arrays too (1: the array as given).")

@@ -364,7 +364,7 @@ def train(
         log.info("starting from the weights of %s (%s, %s steps)", init, config.model.name, init_provenance.get("steps"))
     backbone = REGISTRY.get(config.model.name)  # an unknown name is build_model's error, below
     if config.train.maf_weight and backbone is not None and backbone.shares_context:
-        raise InputError(f"--maf-weight: expected a nearest-context backbone (msa, npssm); found {config.model.name}")
+        raise InputError(f"--maf-weight: expected a nearest-context backbone (match, msa, npssm); found {config.model.name}")
     refs, arrays = ([p] if isinstance(p, (str, Path)) else list(p) for p in (ref, array))
     arrays = _array_per_panel(refs, arrays)
     panels = _training_panels(refs, arrays)
