@@ -13,6 +13,7 @@ evaluate`), the aggregate over all bins, and the seconds it took.
 
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -41,7 +42,7 @@ def main(model_dir: str, array: str, k: str | None = None) -> None:
     for window in windows:
         haps = panel.haplotypes(window.columns)  # (M, H)
         probs.append(window_probabilities(loaded.model.eval(), window, haps, haps[window.typed][:, queries].T,
-                                          k, torch.device("cpu"), exclude))
+                                          replace(config.window, context=k), torch.device("cpu"), exclude))
         truth.append(haps[~window.typed][:, queries])
         alt_share.append(haps[~window.typed][:, held_out.train_haps].mean(axis=1))
     probs, truth, alt_share = np.concatenate(probs), np.concatenate(truth).astype(float), np.concatenate(alt_share)

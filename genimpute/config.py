@@ -14,11 +14,19 @@ class WindowConfig:
     # k: panel haplotypes nearest to the query by L1 on typed sites; the
     # default backbone's (the CLI takes each backbone's own `default_context`)
     context: int = 160
+    # the nearest-haplotype distance counts a mismatch at near_weight times
+    # the rest at the typed sites of the predicted block's span and the
+    # near_sites on either side of it: the haplotypes to copy are those that
+    # match where the predicted variants are (BENCHMARKS.md); 1 is plain Hamming
+    near_sites: int = 20
+    near_weight: int = 6
 
     def __post_init__(self):
-        for name in ("untyped", "typed", "context"):
+        for name in ("untyped", "typed", "context", "near_weight"):
             if getattr(self, name) < 1:
                 raise ValueError(f"window {name} must be >= 1; found {getattr(self, name)}")
+        if self.near_sites < 0:
+            raise ValueError(f"window near_sites must be >= 0; found {self.near_sites}")
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,8 @@ class RunConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
         return cls(
-            window=WindowConfig(**d["window"]),
+            # model directories from before near_weight chose their context by plain Hamming distance
+            window=WindowConfig(**{"near_weight": 1, **d["window"]}),
             model=ModelConfig(**d["model"]),
             train=TrainConfig(**d["train"]),
         )

@@ -228,7 +228,7 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     log.info("%d typed records have missing calls: imputing them in %d windows", n_wanted, len(windows))
     filled = {}
     for window in windows:
-        probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
+        probs = target_window_probabilities(model, window, panel, aln, wcfg, device, exclude)
         filled.update((r, p) for r, p in zip(window.predicted.tolist(), probs) if eligible[r])
     return filled
 
@@ -330,7 +330,7 @@ def impute(
             done = 0
             for window in windows_by_contig.get(contig.key, []):
                 n_done += 1
-                probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)
+                probs = target_window_probabilities(model, window, panel, aln, wcfg, device, exclude)
                 predicted = window.predicted
                 written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
                 upto = position_of_event[int(written[-1])] + 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from genimpute.windows import Window, assemble_rows, nearest_haplotypes, query_rows
+from genimpute.config import WindowConfig
+from genimpute.windows import Window, assemble_rows, block_site_weights, nearest_haplotypes, query_rows
 
 # Every forward pass holds exactly this many queries, the last pass padded, so
 # the kernels see the same shapes whatever the number of targets: a query's
@@ -36,7 +37,7 @@ def window_probabilities(
     window: Window,
     window_haps: np.ndarray,
     query_typed: np.ndarray,
-    k: int,
+    wcfg: WindowConfig,
     device: torch.device,
     exclude: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -44,7 +45,7 @@ def window_probabilities(
 
     window_haps: (M, H) panel alleles at the window's columns
     query_typed: (Q, t) query alleles at the window's typed columns, negative for missing calls
-    k:           context size of nearest-context backbones
+    wcfg:        the context size k and nearest-haplotype distance of nearest-context backbones
     exclude:     (Q, H) bool, panel haplotypes a query may not have as context
     """
     queries = np.zeros((len(query_typed), len(window.typed)), dtype=np.int8)
@@ -72,20 +73,22 @@ def window_probabilities(
                 out[:, members[part[:n_real]]] = torch.sigmoid(log_odds[:n_real].float()).T.cpu().numpy()
         return out
     typed_haps = window_haps[window.typed].T  # (H, t)
-    k = min(k, typed_haps.shape[0] - (0 if exclude is None else int(exclude.sum(axis=1).max())))
+    k = min(wcfg.context, typed_haps.shape[0] - (0 if exclude is None else int(exclude.sum(axis=1).max())))
+    weights = block_site_weights(window.typed, wcfg.near_sites, wcfg.near_weight)
     for part, n_real in _passes(len(queries), per_pass):
-        context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part])
+        context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part],
+                                     weights)
         tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
         logits = model.query_logits(tokens, typed)[:n_real]  # (B, U)
         out[:, part[:n_real]] = torch.sigmoid(logits.float()).T.cpu().numpy()
     return out
 
 
-def target_window_probabilities(model, window: Window, panel, aln, k: int, device: torch.device,
+def target_window_probabilities(model, window: Window, panel, aln, wcfg: WindowConfig, device: torch.device,
                                 exclude: np.ndarray | None = None) -> np.ndarray:
     """(U, 2S) P(alt) at the window's predicted records for every target
     haplotype, from its alleles at the window's typed records.
     panel: genimpute.panel.ReferencePanel; aln: its genimpute.panel.Alignment."""
     haps = panel.haplotypes(window.columns)
     query_typed = aln.alleles_at(window.columns[window.typed]).T
-    return window_probabilities(model, window, haps, query_typed, k, device, exclude)
+    return window_probabilities(model, window, haps, query_typed, wcfg, device, exclude)

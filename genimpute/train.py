@@ -44,6 +44,7 @@ from genimpute.predict import window_probabilities
 from genimpute.windows import (
     Window,
     assemble_rows,
+    block_site_weights,
     contig_rows,
     nearest_haplotypes,
     query_rows,
@@ -170,7 +171,8 @@ class TrainingSet:
         return weights
 
     def batch(self, window: Window, queries: np.ndarray, k: int, rng, mask_rate: float, mask_span: int,
-              missing_rate: float = 0.0, maf_weight: float = 0.0) -> Batch:
+              missing_rate: float = 0.0, maf_weight: float = 0.0, site_weights: np.ndarray | None = None) -> Batch:
+        """site_weights: (t,) each typed site's count in the nearest-haplotype distance (default 1)."""
         haps = self.panel.haplotypes(window.columns)  # (M, H)
         typed_haps = haps[window.typed].T  # (H, t)
         query_alleles = haps.T[queries]  # (B, M)
@@ -182,7 +184,7 @@ class TrainingSet:
         rows = np.arange(len(queries))
         exclude[rows, queries] = exclude[rows, queries ^ 1] = True
         k = min(k, len(self.train_haps) - 2)
-        context = nearest_haplotypes(seen[:, window.typed], typed_haps, k, exclude)
+        context = nearest_haplotypes(seen[:, window.typed], typed_haps, k, exclude, site_weights)
         tokens = assemble_rows(haps, seen, context, window.typed)
         alleles = np.concatenate([query_alleles[:, None], haps.T[context]], axis=1)
         masked = span_mask(rng, tokens.shape, mask_rate, mask_span)
@@ -271,7 +273,7 @@ class Validator:
 
     def __init__(self, sets: list[TrainingSet], cfg: RunConfig):
         rng = np.random.default_rng([cfg.train.seed, 11])
-        self.k = cfg.window.context
+        self.window_config = cfg.window
         self.cases = []
         with_val = [ts for ts in sets if len(ts.val_haps)]
         for i in range(cfg.train.val_windows if with_val else 0):
@@ -287,7 +289,7 @@ class Validator:
         if not self.cases:
             return float("nan")
         model.eval()
-        probs = [window_probabilities(model, window, haps, query_typed, self.k, device, exclude)
+        probs = [window_probabilities(model, window, haps, query_typed, self.window_config, device, exclude)
                  for window, haps, query_typed, _, exclude in self.cases]
         model.train()
         return pooled_r2(np.concatenate(probs, axis=None), np.concatenate([c[3] for c in self.cases], axis=None))
@@ -436,7 +438,8 @@ def train(
                                        config.model.neighbours)
             else:
                 full = ts.batch(window, queries, w.context, rng, cfg.mask_rate if model.reconstructs_context else 0.0,
-                                cfg.mask_span, cfg.query_missing_rate, cfg.maf_weight)
+                                cfg.mask_span, cfg.query_missing_rate, cfg.maf_weight,
+                                block_site_weights(window.typed, w.near_sites, w.near_weight))
             n_query, n_masked = full.counts()
             query_sum, recon_sum = full.share(dist.rows()).to(device).loss_sums(net)
             lam = lam_at(step, cfg) if model.reconstructs_context else 1.0

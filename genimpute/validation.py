@@ -87,7 +87,7 @@ def validate(
         raise InputError("--validate: expected typed sites to hide (at least two typed sites on a contig); found none")
     dosages, best_guesses, observed = [], [], []
     for window in validation_windows(panel, typed_mask, masked, wcfg, fraction):
-        probs = target_window_probabilities(model, window, panel, aln, wcfg.context, device, exclude)  # (u, 2S)
+        probs = target_window_probabilities(model, window, panel, aln, wcfg, device, exclude)  # (u, 2S)
         truth = aln.alleles_at(window.predicted)
         called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)  # missing and haploid calls are not scored
         dosages.append((probs[:, 0::2] + probs[:, 1::2])[called])

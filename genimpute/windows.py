@@ -128,7 +128,18 @@ def typed_record_windows(
     return windows
 
 
-def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: np.ndarray | None = None) -> np.ndarray:
+def block_site_weights(typed: np.ndarray, near_sites: int, near_weight: int) -> np.ndarray:
+    """(t,) int weight of each of a window's typed sites in the nearest-haplotype
+    distance: `near_weight` at the typed sites within the span of the window's
+    predicted columns and the `near_sites` nearest on either side of it, 1 elsewhere."""
+    sites_before = np.cumsum(typed)[~typed]  # typed sites left of each predicted column
+    index = np.arange(int(typed.sum()))
+    near = (index >= sites_before.min() - near_sites) & (index < sites_before.max() + near_sites)
+    return np.where(near, near_weight, 1)
+
+
+def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: np.ndarray | None = None,
+                       weights: np.ndarray | None = None) -> np.ndarray:
     """(B, k) indices of the k panel haplotypes nearest to each query by L1
     (Hamming) distance, nearest first, ties to the lower index.
 
@@ -136,6 +147,7 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
              (missing calls) are left out of that query's distances
     panel:   (H, t) 0/1 alleles of the panel haplotypes at the same sites
     exclude: (B, H) bool, haplotypes a query may not use (its own sample)
+    weights: (t,) positive integers, each site's count in the distance (default 1)
     """
     n_hap = len(panel)
     if len(queries) == 0:
@@ -143,12 +155,13 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
     available = n_hap - (0 if exclude is None else int(exclude.sum(axis=1).max()))
     if not 1 <= k <= available:
         raise ValueError(f"context size k={k} must be between 1 and the {available} haplotypes available")
-    # for +-1 codes (0 where the query has no call), q.h = observed - 2 * hamming;
-    # float32 matmul is exact at these sizes
+    # for +-1 codes (0 where the query has no call) weighted by w, q.h = sum(w observed) - 2 * weighted
+    # hamming; float32 matmul is exact at these sizes
+    w = np.ones(queries.shape[1], np.float32) if weights is None else weights.astype(np.float32)
     observed = queries >= 0
-    q = np.where(observed, queries.astype(np.float32) * 2 - 1, 0)
+    q = np.where(observed, queries.astype(np.float32) * 2 - 1, 0) * w
     h = panel.astype(np.float32) * 2 - 1
-    hamming = np.rint((observed.sum(axis=1, keepdims=True) - q @ h.T) / 2).astype(np.int64)  # (B, H)
+    hamming = np.rint(((observed * w).sum(axis=1, keepdims=True) - q @ h.T) / 2).astype(np.int64)  # (B, H)
     key = hamming * n_hap + np.arange(n_hap)  # unique keys make the order total
     if exclude is not None:
         key[exclude] = np.iinfo(np.int64).max

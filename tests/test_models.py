@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from genimpute.config import MASKED, ModelConfig, RunConfig
+from genimpute.config import MASKED, ModelConfig, RunConfig, WindowConfig
 from genimpute.errors import GenimputeError
 from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import alt_log_odds
@@ -208,14 +208,14 @@ def _spin_imputation(neighbours: int, n_queries: int, n_panel: int, m: int):
 def test_spin_imputes_from_a_panel_smaller_than_its_neighbours():
     """A panel of 6 haplotypes, a model that reads 8: each query reads all 6."""
     model, window, panel, queries = _spin_imputation(neighbours=8, n_queries=3, n_panel=6, m=30)
-    p = window_probabilities(model, window, panel, queries, 24, torch.device("cpu"))
+    p = window_probabilities(model, window, panel, queries, WindowConfig(), torch.device("cpu"))
     assert p.shape == (int((~window.typed).sum()), 3) and np.isfinite(p).all()
 
 
 def test_spin_imputes_a_query_the_same_whoever_else_is_imputed():
     """Passes hold a fixed number of queries, so a query's P(alt) is byte-identical alone or among others."""
     model, window, panel, queries = _spin_imputation(neighbours=3, n_queries=10, n_panel=20, m=40)
-    every = window_probabilities(model, window, panel, queries, 24, torch.device("cpu"))
+    every = window_probabilities(model, window, panel, queries, WindowConfig(), torch.device("cpu"))
     some = window_probabilities(model, window, panel, queries[[2, 7]], 24, torch.device("cpu"))
     np.testing.assert_array_equal(every[:, [2, 7]], some)
 
@@ -259,3 +259,13 @@ def test_npssm_reads_rows_in_order():
         out = model.query_logits(tokens, typed)
         reordered = model.query_logits(tokens[:, [0, 5, 4, 3, 2, 1]], typed)
     assert (out - reordered).abs().max() > 1e-4
+
+
+def test_a_config_from_before_near_weight_keeps_plain_hamming_context():
+    """Model directories written before the weighted nearest-haplotype
+    distance keep choosing their context as they were trained to."""
+    stored = RunConfig().to_dict()
+    del stored["window"]["near_weight"], stored["window"]["near_sites"]
+    window = RunConfig.from_dict(stored).window
+    assert window.near_weight == 1
+    assert RunConfig.from_dict(RunConfig().to_dict()).window.near_weight == WindowConfig().near_weight == 6

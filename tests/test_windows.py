@@ -14,6 +14,7 @@ from genimpute.windows import (
     Window,
     assemble_rows,
     contig_rows,
+    block_site_weights,
     nearest_haplotypes,
     plan_windows,
     typed_record_windows,
@@ -48,10 +49,11 @@ def brute_windows(contig_index, positions, typed_mask, U, T):
     return out
 
 
-def brute_nearest(queries, panel, k, exclude=None):
+def brute_nearest(queries, panel, k, exclude=None, weights=None):
+    weights = np.ones(panel.shape[1], int) if weights is None else weights
     result = []
     for b in range(len(queries)):
-        d = [int(np.abs(queries[b].astype(int) - panel[h].astype(int)).sum()) for h in range(len(panel))]
+        d = [int((np.abs(queries[b].astype(int) - panel[h].astype(int)) * weights).sum()) for h in range(len(panel))]
         order = sorted(range(len(panel)), key=lambda h: (d[h], h))
         if exclude is not None:
             order = [h for h in order if not exclude[b, h]]
@@ -220,6 +222,22 @@ def test_nearest_haplotypes_matches_brute_force(case):
             assert not exclude[b, got[b]].any()
         d = np.abs(panel[got[b]].astype(int) - queries[b].astype(int)).sum(axis=1)
         assert np.all(np.diff(d) >= 0)  # nearest first
+
+
+@settings(max_examples=100, deadline=None)
+@given(nearest_cases(), st.integers(0, 2**32 - 1))
+def test_weighted_nearest_haplotypes_match_brute_force(case, seed):
+    queries, panel, k, exclude = case
+    weights = np.random.default_rng(seed).integers(1, 8, panel.shape[1])
+    np.testing.assert_array_equal(nearest_haplotypes(queries, panel, k, exclude, weights),
+                                  brute_nearest(queries, panel, k, exclude, weights))
+
+
+def test_block_site_weights_cover_the_block_and_its_flanks():
+    typed = np.array([1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1, 1], bool)  # typed sites 0-3, block, 4, block, 5-9
+    assert block_site_weights(typed, 0, 6).tolist() == [1, 1, 1, 1, 6, 1, 1, 1, 1, 1]
+    assert block_site_weights(typed, 2, 6).tolist() == [1, 1, 6, 6, 6, 6, 6, 1, 1, 1]
+    assert block_site_weights(typed, 20, 3).tolist() == [3] * 10
 
 
 def test_nearest_haplotypes_ties_to_lower_index():
