@@ -36,7 +36,7 @@ def test_impute_with_ref_and_no_model_uses_the_pretrained_model(tmp_path, monkey
     out = tmp_path / "pretrained.vcf.gz"
     run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(out)])
     with gzip.open(out, "rt") as handle:
-        assert f"##genimputeModel={PRETRAINED_DIR.resolve()} (msa," in handle.read()
+        assert f"##genimputeModel={PRETRAINED_DIR.resolve()} (match," in handle.read()
     scores = evaluate(DATA / "targets.truth.vcf.gz", [out, DATA / "beagle.imputed.vcf.gz"], ["pretrained", "beagle"],
                       PANEL).overall()["aggregate_r2"]
     assert scores["pretrained"] >= scores["beagle"] - MAX_GAP_TO_BEAGLE
