@@ -9,6 +9,8 @@
 #
 # Training uses genimpute's defaults (backbone, k, steps, 30-minute budget)
 # unless steps are given; TRAIN_FLAGS adds flags (e.g. "--model msa").
+# ARRAY=omniexpress runs the same with the OmniExpress sites and targets
+# (default omni2.5).
 #
 # Needs: genimpute installed, and beagle, minimac4, bcftools, tabix on PATH
 # (Debian: apt-get install -y beagle minimac4 bcftools tabix).
@@ -19,7 +21,8 @@ steps=${1:-}
 out=${2:-$root/benchmarks/out/chr20}
 data=$shared/chr20_1kgp1
 panel=$data/panel.vcf.gz
-targets=$data/targets.omni2.5.vcf.gz
+array=${ARRAY:-omni2.5}
+targets=$data/targets.$array.vcf.gz
 mkdir -p "$out"
 cd "$out"
 
@@ -32,7 +35,7 @@ timed() {  # timed NAME CMD... : run CMD, report wall seconds and peak RSS
 
 rm -rf model
 # shellcheck disable=SC2086  # TRAIN_FLAGS is a list of flags
-timed genimpute_train genimpute train --ref "$panel" --array "$shared/arrays/omni2.5_chr20_b37.txt" \
+timed genimpute_train genimpute train --ref "$panel" --array "$shared/arrays/${array}_chr20_b37.txt" \
   --out model ${steps:+--steps "$steps"} ${TRAIN_FLAGS:-}
 timed genimpute_impute genimpute impute "$targets" --model model --out genimpute.vcf.gz --force
 

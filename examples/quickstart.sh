@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Quickstart on bundled real data (1000 Genomes phase 1, chr20:9.0-9.3 Mb):
-# train a small MSA-Transformer on the 991-sample panel for the Omni2.5 sites,
+# train the default backbone (match) on the 991-sample panel for the Omni2.5 sites,
 # impute the 101 held-out targets (with a truth-free accuracy check on hidden
 # typed sites); impute them again with the pretrained model shipped with
 # genimpute (no training); score both against their true genotypes into
-# report/. About 7 minutes on a 2-core CPU.
+# report/. A few minutes on a 2-core CPU (README).
 set -euo pipefail
 data=$(cd "$(dirname "$0")/data" && pwd)
 work=${1:-quickstart_out}
