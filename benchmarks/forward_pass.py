@@ -4,8 +4,8 @@ autocast, and one thread against the default.
 
     python benchmarks/forward_pass.py MODEL_DIR
 
-Input: one fixed-size pass as impute runs it (16 queries, 1 + k rows, the
-model's U + T columns, random alleles).
+Input: one fixed-size pass as impute runs it on a CPU (the backbone's
+queries per pass, 1 + k rows, the model's U + T columns, random alleles).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import torch
 
 from genimpute.config import MASKED
 from genimpute.modeldir import load_model_dir
-from genimpute.predict import QUERIES_PER_PASS
 from genimpute.runtime import tune_allocator
 
 
@@ -37,7 +36,7 @@ def main() -> None:
     model, window = loaded.model.eval(), loaded.config.window
     g = torch.Generator().manual_seed(0)
     columns = window.untyped + window.typed
-    tokens = torch.randint(0, 2, (QUERIES_PER_PASS["cpu"], 1 + window.context, columns), generator=g)
+    tokens = torch.randint(0, 2, (model.queries_per_cpu_pass, 1 + window.context, columns), generator=g).to(torch.int8)
     typed = torch.zeros(columns, dtype=torch.bool)
     typed[torch.randperm(columns, generator=g)[: window.typed]] = True
     tokens[:, 0, ~typed] = MASKED

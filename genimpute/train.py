@@ -5,7 +5,8 @@ panel haplotypes as queries. A query sees only its typed alleles; its context
 is the k haplotypes nearest to it on the window's typed sites, drawn from
 training samples other than its own. The loss mixes the query's untyped
 cells (what imputation needs) with reconstruction of span-masked context
-cells, moving linearly towards the query term. A held-out set of panel
+cells, moving linearly towards the query term; a backbone that does not
+reconstruct (match) is scored on the query alone. A held-out set of panel
 samples gives the validation r2.
 
 Shared-context backbones (SPIN) see instead one context per step, the
