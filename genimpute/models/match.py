@@ -72,6 +72,8 @@ def _prefix_sums(x: torch.Tensor) -> torch.Tensor:
 
 
 class HaplotypeMatcher(nn.Module):
+    """The `match` backbone (module docstring); a nearest-context backbone's interface."""
+
     shares_context = False  # each query has its own nearest-haplotype context
     reconstructs_context = False  # training has no context-reconstruction term
     # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400 (BENCHMARKS.md)
