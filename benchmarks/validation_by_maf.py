@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from genimpute.evaluate import BIN_LABELS, MAF_BINS
+from genimpute.evaluate import BIN_LABELS, maf_bin
 from genimpute.io.array_list import read_array_list
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import array_typed_mask
@@ -37,19 +37,19 @@ def main(model_dir: str, array: str, k: str | None = None) -> None:
     exclude = np.broadcast_to(held_out.is_val, (len(queries), len(held_out.is_val)))
     windows = plan_windows(panel.contig_index, panel.positions, typed_mask, config.window.untyped,
                            config.window.typed)[::4]
+    model, window_config = loaded.model.eval(), replace(config.window, context=k)
     started = time.monotonic()
     probs, truth, alt_share = [], [], []
     for window in windows:
         haps = panel.haplotypes(window.columns)  # (M, H)
-        probs.append(window_probabilities(loaded.model.eval(), window, haps, haps[window.typed][:, queries].T,
-                                          replace(config.window, context=k), torch.device("cpu"), exclude))
+        probs.append(window_probabilities(model, window, haps, haps[window.typed][:, queries].T, window_config,
+                                          torch.device("cpu"), exclude))
         truth.append(haps[~window.typed][:, queries])
         alt_share.append(haps[~window.typed][:, held_out.train_haps].mean(axis=1))
     probs, truth, alt_share = np.concatenate(probs), np.concatenate(truth).astype(float), np.concatenate(alt_share)
     dosage, true_dosage = probs[:, 0::2] + probs[:, 1::2], truth[:, 0::2] + truth[:, 1::2]  # (V, samples)
-    maf_bin = np.clip(np.searchsorted(MAF_BINS, np.minimum(alt_share, 1 - alt_share), side="right") - 1,
-                      0, len(BIN_LABELS) - 1)
-    by_bin = " ".join(f"{label} {pooled_r2(dosage[maf_bin == i], true_dosage[maf_bin == i]):.4f}"
+    bins = maf_bin(np.minimum(alt_share, 1 - alt_share))
+    by_bin = " ".join(f"{label} {pooled_r2(dosage[bins == i], true_dosage[bins == i]):.4f}"
                       for i, label in enumerate(BIN_LABELS))
     print(f"{model_dir} k={k}: {by_bin} all {pooled_r2(dosage, true_dosage):.4f} "
           f"({len(windows)} windows, {time.monotonic() - started:.0f} s)")
