@@ -1,4 +1,4 @@
-"""Process-level settings: device choice and allocator tuning."""
+"""Process-level settings: device choice, allocator and thread tuning."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import ctypes
 import logging
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from genimpute.errors import GenimputeError
 
@@ -37,3 +38,12 @@ def tune_allocator() -> None:
     libc.mallopt(m_mmap_max, 0)
     libc.mallopt(m_trim_threshold, 2**31 - 1)
     libc.mallopt(m_top_pad, 1 << 30)
+
+
+def single_threaded_blas() -> None:
+    """Run numpy's BLAS (the nearest-haplotype matmul) on one thread. Its
+    idle worker threads busy-wait for the next call and take the cores from
+    torch's threads, and the reverse: on this 2-core machine a pass of the
+    match backbone took 56 ms with both pools against 13-16 ms with this
+    (BENCHMARKS.md). Torch's own threads are not limited."""
+    threadpool_limits(1, user_api="blas")
