@@ -84,6 +84,9 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--dim", type=int, default=_DEFAULTS.model.dim, show_default=True)
 @click.option("--layers", type=int, default=_DEFAULTS.model.layers, show_default=True)
 @click.option("--heads", type=int, default=_DEFAULTS.model.heads, show_default=True)
+@click.option("--rows-per-gap", type=int, default=_DEFAULTS.model.rows_per_gap, show_default=True,
+              help="match: context rows each gap between typed sites votes over, those matching the query best "
+                   "around it (0: all k).")
 @click.option("--neighbours", type=int, default=_DEFAULTS.model.neighbours, show_default=True,
               help="spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN).")
 @click.option("--maf-weight", type=float, default=_DEFAULTS.train.maf_weight, show_default=True,
@@ -97,12 +100,12 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--init", default=None,
               help="Start from the weights of this model directory ('pretrained': the model shipped with genimpute); "
-                   "its backbone and model size replace --model, --dim, --layers, --heads and --neighbours.")
+                   "its backbone and model size replace --model, --dim, --layers, --heads, --rows-per-gap and --neighbours.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, neighbours, maf_weight, min_array_density, seed, checkpoint_every, validate_every, resume,
+          layers, heads, rows_per_gap, neighbours, maf_weight, min_array_density, seed, checkpoint_every, validate_every, resume,
           init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
@@ -116,7 +119,8 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
         return RunConfig(
             window=WindowConfig(untyped=untyped, typed=typed,
                                 context=context if context is not None else default_context(model_name)),
-            model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads, neighbours=neighbours),
+            model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads,
+                          rows_per_gap=rows_per_gap, neighbours=neighbours),
             train=replace(_DEFAULTS.train, steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
                           seed=seed, checkpoint_every=checkpoint_every, validate_every=validate_every,
                           maf_weight=maf_weight, min_array_density=min_array_density),

@@ -46,8 +46,14 @@ class ModelConfig:
     neighbours: int = 0
     # NPSSM only
     state: int = 16  # S: state size of each selective scan
+    # match only: each gap's vote is over this many context rows, those with
+    # the fewest mismatches with the query among the 16 typed sites on either
+    # side (the rest would get almost no weight); 0 scores all k rows
+    rows_per_gap: int = 32
 
     def __post_init__(self):
+        if self.rows_per_gap < 0:
+            raise ValueError(f"rows_per_gap must be >= 0; found {self.rows_per_gap}")
         if self.neighbours < 0:
             raise ValueError(f"neighbours must be >= 0; found {self.neighbours}")
         if self.neighbours and self.name != "spin":
@@ -103,7 +109,8 @@ class RunConfig:
         return cls(
             # model directories from before near_weight chose their context by plain Hamming distance
             window=WindowConfig(**{"near_weight": 1, **d["window"]}),
-            model=ModelConfig(**d["model"]),
+            # and before rows_per_gap scored every context row
+            model=ModelConfig(**{"rows_per_gap": 0, **d["model"]}),
             train=TrainConfig(**d["train"]),
         )
 

@@ -6,7 +6,7 @@ import torch
 
 from genimpute.config import MASKED, ModelConfig
 from genimpute.models import build_model, default_context
-from genimpute.models.match import SITES, _counts_in, _left_right_bounds, _prefix_sums, _ranges
+from genimpute.models.match import NEAR, SITES, _left_right_bounds, _prefix_sums, _range_ends, _ranges, _totals
 
 
 def _tokens(b=3, k=6, m=40, seed=0):
@@ -17,9 +17,9 @@ def _tokens(b=3, k=6, m=40, seed=0):
     return tokens, typed
 
 
-def _model():
+def _model(rows_per_gap=32):
     torch.manual_seed(0)
-    return build_model(ModelConfig(name="match", dim=16, layers=2, heads=2)).eval()
+    return build_model(ModelConfig(name="match", dim=16, layers=2, heads=2, rows_per_gap=rows_per_gap)).eval()
 
 
 def test_counts_are_sums_over_each_gaps_ranges():
@@ -29,7 +29,8 @@ def test_counts_are_sums_over_each_gaps_ranges():
     lo = torch.tensor([0, 5, 70, 150, 149])
     hi = torch.tensor([0, 6, 70, 150, 150])
     left, right = _ranges(lo, hi, t)
-    counts = _counts_in(_prefix_sums(torch.from_numpy(values).float()), lo, hi, left, right).numpy()
+    ends = _range_ends(lo, hi, left, right)
+    counts = _totals(_prefix_sums(torch.from_numpy(values).float())[..., ends]).numpy()
     n = len(SITES)
     for g in range(len(lo)):
         for s, d in enumerate(SITES):
@@ -51,6 +52,46 @@ def test_query_prediction_ignores_the_order_of_context_rows():
     perm = torch.tensor([0, 4, 2, 6, 1, 3, 5])
     with torch.no_grad():
         torch.testing.assert_close(model.query_logits(tokens[:, perm], typed), model.query_logits(tokens, typed))
+
+
+def test_each_gaps_candidates_are_the_rows_that_match_best_near_it():
+    """Brute force: fewest mismatches among the NEAR typed sites either side,
+    then fewest in the window, then the earlier row."""
+    model = _model(rows_per_gap=5)
+    g = torch.Generator().manual_seed(1)
+    b, k, t = 2, 12, 60
+    query = torch.randint(0, 2, (b, t), generator=g).to(torch.int8)
+    query[0, 7] = MASKED
+    context = torch.randint(0, 2, (b, k, t), generator=g).to(torch.int8)
+    context[:, 3] = context[:, 4]  # tied rows
+    lo, hi = torch.tensor([0, 10, 30, 31, 60]), torch.tensor([0, 10, 31, 31, 60])
+    mismatch = ((context != query[:, None]) & (query != MASKED)[:, None]).float()
+    rows = model._candidates(_prefix_sums(mismatch), _range_ends(lo, hi, *_ranges(lo, hi, t)))
+    assert rows.shape == (b, 5, len(lo))
+    for i in range(b):
+        for gap in range(len(lo)):
+            near = mismatch[i, :, max(0, int(lo[gap]) - NEAR): int(lo[gap])].sum(-1) \
+                + mismatch[i, :, int(hi[gap]): int(hi[gap]) + NEAR].sum(-1)
+            order = sorted(range(k), key=lambda j: (near[j], mismatch[i, j].sum(), j))
+            assert sorted(rows[i, :, gap].tolist()) == sorted(order[:5])
+
+
+def test_rows_that_are_not_candidates_do_not_vote():
+    """Rows 1-3 copy the query around the untyped column; the others
+    disagree with it at every typed site. With 3 rows per gap, what the
+    others carry at the untyped column changes nothing; with every row, it does."""
+    typed = torch.ones(41, dtype=torch.bool)
+    typed[20] = False
+    tokens = torch.randint(0, 2, (1, 9, 41), generator=torch.Generator().manual_seed(2)).to(torch.int8)
+    tokens[:, 1:4] = tokens[:, :1]
+    tokens[:, 4:, typed] = 1 - tokens[:, :1, typed]
+    tokens[:, 0, 20] = MASKED
+    changed = tokens.clone()
+    changed[:, 4:, 20] = 1 - changed[:, 4:, 20]
+    with torch.no_grad():
+        pruned, everyone = _model(rows_per_gap=3), _model(rows_per_gap=0)
+        torch.testing.assert_close(pruned.query_logits(changed, typed), pruned.query_logits(tokens, typed))
+        assert (everyone.query_logits(changed, typed) - everyone.query_logits(tokens, typed)).abs().max() > 1e-4
 
 
 def test_context_rows_that_agree_with_the_query_decide_after_training():

@@ -269,3 +269,10 @@ def test_a_config_from_before_near_weight_keeps_plain_hamming_context():
     window = RunConfig.from_dict(stored).window
     assert window.near_weight == 1
     assert RunConfig.from_dict(RunConfig().to_dict()).window.near_weight == WindowConfig().near_weight == 6
+
+
+def test_a_config_from_before_rows_per_gap_scores_every_context_row():
+    stored = RunConfig().to_dict()
+    del stored["model"]["rows_per_gap"]
+    assert RunConfig.from_dict(stored).model.rows_per_gap == 0
+    assert RunConfig.from_dict(RunConfig().to_dict()).model.rows_per_gap == ModelConfig().rows_per_gap == 32

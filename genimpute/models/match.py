@@ -6,21 +6,25 @@ Stephens), so P(alt) at an untyped variant is a weighted vote of the panel
 haplotypes the query copies there, and the weight of a haplotype depends on
 how far it matches the query on either side. This backbone learns that
 weighting and nothing else:
-- For every context row j and each gap between typed sites (every untyped
-  column of a gap has the same typed evidence), features of the agreement
+- Each gap between typed sites (every untyped column of a gap has the same
+  typed evidence) keeps `rows_per_gap` candidate rows: those with the
+  fewest mismatches with the query among the NEAR typed sites either side.
+  Rows that disagree there would get almost no weight anyway.
+- For every candidate row j of each gap, features of the agreement
   between row j and the query: its mismatches with the query among the d
   typed sites to the left and to the right, for each d of SITES (1 to 128),
   and its mismatch rate over the whole window; with, per gap, the sites the
   query has called in each of those ranges (fewer at the window's edges or
   at missing calls).
-- An MLP turns the features into `heads` scores; a softmax over the k rows
-  gives each head's weights, and each head's vote is the weighted share of
-  rows carrying the alt allele.
+- An MLP turns the features into `heads` scores; a softmax over the
+  candidates gives each head's weights, and each head's vote is the
+  weighted share of candidates carrying the alt allele.
 - The log-odds of the heads' votes (smoothed by a learned epsilon) are
   combined by learned weights into the query's alt log-odds.
 
 Nothing here attends along variants or mixes rows, so the cost per query is
-k x gaps x the MLP: at k=160 a query costs about a seventeenth of a
+k x t to count mismatches and choose candidates, then candidates x gaps x
+the MLP: before candidates, at k=160 a query costs about a seventeenth of a
 MSA-Transformer pass at k=24 on a CPU, which is what lets it read 160
 haplotypes (BENCHMARKS.md). Context rows are not reconstructed: `forward` gives the
 query row's logits and zeros for the context rows.
@@ -36,6 +40,8 @@ from genimpute.config import ALT, MASKED, ModelConfig
 
 # typed sites either side of a gap whose agreement with the query is counted
 SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+# typed sites either side of a gap whose mismatches choose its candidate rows (ModelConfig.rows_per_gap)
+NEAR = 16
 
 
 def _left_right_bounds(typed: torch.Tensor, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -55,15 +61,18 @@ def _ranges(lo: torch.Tensor, hi: torch.Tensor, t: int) -> tuple[torch.Tensor, t
     return (lo[:, None] - sites).clamp(min=0), (hi[:, None] + sites).clamp(max=t)
 
 
-def _counts_in(sums: torch.Tensor, lo, hi, left, right) -> torch.Tensor:
-    """(..., G, 2 * len(SITES)): from prefix sums (..., t+1) of a per-site
-    count, its totals over typed sites [left, lo) and [hi, right) of each gap."""
-    g, n = left.shape
-    at = sums.index_select(-1, torch.cat([lo, hi, left.ravel(), right.ravel()]))
-    at_lo, at_hi = at[..., :g, None], at[..., g: 2 * g, None]
-    left_sum = at_lo - at[..., 2 * g: 2 * g + g * n].unflatten(-1, (g, n))
-    right_sum = at[..., 2 * g + g * n:].unflatten(-1, (g, n)) - at_hi
-    return torch.cat([left_sum, right_sum], -1)
+def _range_ends(lo, hi, left, right) -> torch.Tensor:
+    """(G, 2 + 2 * len(SITES)) prefix-sum positions that bound each gap's
+    evidence ranges: lo, hi, then the left ends, then the right ends."""
+    return torch.cat([lo[:, None], hi[:, None], left, right], 1)
+
+
+def _totals(at: torch.Tensor) -> torch.Tensor:
+    """(..., G, 2 * len(SITES)): from prefix sums at each gap's _range_ends
+    (..., G, 2 + 2 * len(SITES)), the totals over typed sites [left, lo) and
+    [hi, right) of each range."""
+    n = len(SITES)
+    return torch.cat([at[..., :1] - at[..., 2: 2 + n], at[..., 2 + n:] - at[..., 1:2]], -1)
 
 
 def _prefix_sums(x: torch.Tensor) -> torch.Tensor:
@@ -95,23 +104,52 @@ class HaplotypeMatcher(nn.Module):
         self.bias = nn.Parameter(torch.zeros(()))
         self.smoothing = nn.Parameter(torch.tensor(-4.0))  # epsilon = sigmoid(-4) ~ 0.018 at the start
 
-    def _scores(self, query: torch.Tensor, context: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
-        """(B, k, G, heads) scores of each context row around G gaps.
+    def _weights(self, query: torch.Tensor, context: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        """(B, k, G, heads) each head's weights over the context rows around G
+        gaps: a softmax over the gap's `rows_per_gap` candidates, 0 elsewhere.
 
         query:   (B, t) tokens at the typed columns (MASKED: missing call)
         context: (B, k, t) tokens at the typed columns
         lo, hi:  (G,) evidence bounds of each gap, as _left_right_bounds
         """
-        left, right = _ranges(lo, hi, query.shape[-1])
+        b, k, t = context.shape
+        left, right = _ranges(lo, hi, t)
+        ends = _range_ends(lo, hi, left, right)  # (G, 2 + 2 * len(SITES))
         observed = query != MASKED  # (B, t)
         mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
         mis_sums = _prefix_sums(mismatch.float())  # (B, k, t+1)
         obs_sums = _prefix_sums(observed.float())  # (B, t+1)
-        rate = mis_sums[..., -1:] / obs_sums[:, None, -1:].clamp(min=1)  # (B, k, 1)
-        mis = torch.cat([torch.log1p(_counts_in(mis_sums, lo, hi, left, right)),
-                         rate[..., None].expand(-1, -1, len(lo), 1)], -1)
-        seen = _counts_in(obs_sums, lo, hi, left, right) / torch.tensor(SITES, device=lo.device).repeat(2)
-        return self.score(self.from_mismatches(mis) + self.from_observed(seen)[:, None])
+        rate = mis_sums[..., -1] / obs_sums[:, -1:].clamp(min=1)  # (B, k)
+        rows = self._candidates(mis_sums, ends)  # (B, r, G), or None for all k rows
+        if rows is None:
+            at, rate = mis_sums[..., ends], rate[..., None].expand(-1, -1, len(lo))  # (B, k, G, ends), (B, k, G)
+        else:
+            flat_rows = rows + torch.arange(b, device=rows.device).view(b, 1, 1) * k
+            at = mis_sums.view(b * k, t + 1)[flat_rows[..., None], ends]  # (B, r, G, ends)
+            rate = rate.gather(1, rows.flatten(1)).view(rows.shape)
+        mis = torch.cat([torch.log1p(_totals(at)), rate[..., None]], -1)
+        seen = _totals(obs_sums[:, ends]) / torch.tensor(SITES, device=lo.device).repeat(2)  # (B, G, 2n)
+        weights = self.score(self.from_mismatches(mis) + self.from_observed(seen)[:, None]).softmax(1)
+        if rows is None:
+            return weights
+        index = rows[..., None].expand(-1, -1, -1, weights.shape[-1])
+        return weights.new_zeros(b, k, len(lo), weights.shape[-1]).scatter(1, index, weights)
+
+    def _candidates(self, mis_sums: torch.Tensor, ends: torch.Tensor) -> torch.Tensor | None:
+        """(B, r, G) the context rows each gap's vote is over: the r =
+        rows_per_gap with the fewest mismatches among the NEAR typed sites
+        on either side, ties going to the fewest in the window, then to the
+        earlier row, so that the choice is exact. None when that is every row."""
+        r, (b, k, width) = self.config.rows_per_gap, mis_sums.shape
+        if not r or r >= k:
+            return None
+        near = SITES.index(NEAR)
+        bounds = torch.cat([ends[:, 0], ends[:, 1], ends[:, 2 + near], ends[:, 2 + len(SITES) + near]])
+        at = mis_sums.index_select(-1, bounds).long().unflatten(-1, (4, -1))
+        local = at[..., 0, :] - at[..., 2, :] + at[..., 3, :] - at[..., 1, :]  # (B, k, G) mismatch counts
+        in_window = mis_sums[..., -1:].long()  # (B, k, 1)
+        key = (local * width + in_window) * k + torch.arange(k, device=local.device).view(1, k, 1)
+        return key.topk(r, dim=1, largest=False, sorted=False).indices
 
     def _log_odds(self, tokens: torch.Tensor, typed: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
         """(B, C) query alt log-odds at `columns` (C,) of tokens (B, R, M).
@@ -120,7 +158,7 @@ class HaplotypeMatcher(nn.Module):
         width = typed.numel() + 1
         gaps, which = torch.unique(lo * width + hi, return_inverse=True)  # the columns' distinct evidence
         at_typed = tokens.index_select(-1, torch.nonzero(typed).squeeze(1))
-        weights = self._scores(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width).softmax(1)
+        weights = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
         b, k, g, heads = weights.shape
         # every gap's weights times every column's alleles, then each column's own gap: (B, heads, G, C)
         alt = (tokens[:, 1:].index_select(-1, columns) == ALT).to(weights.dtype)  # (B, k, C)
