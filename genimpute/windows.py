@@ -1,4 +1,5 @@
-"""Window geometry and nearest-haplotype context. Pure numpy, no torch.
+"""Window geometry and nearest-haplotype context, on numpy arrays (torch
+only computes the nearest haplotypes).
 
 A window is U consecutive untyped panel records plus the T typed records
 nearest to them on the same contig; its columns are sorted by record index.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from genimpute.config import MASKED
 
@@ -156,17 +158,17 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
     if not 1 <= k <= available:
         raise ValueError(f"context size k={k} must be between 1 and the {available} haplotypes available")
     # for +-1 codes (0 where the query has no call) weighted by w, q.h = sum(w observed) - 2 * weighted
-    # hamming; float32 matmul is exact at these sizes
-    w = np.ones(queries.shape[1], np.float32) if weights is None else weights.astype(np.float32)
-    observed = queries >= 0
-    q = np.where(observed, queries.astype(np.float32) * 2 - 1, 0) * w
-    h = panel.astype(np.float32) * 2 - 1
-    hamming = np.rint(((observed * w).sum(axis=1, keepdims=True) - q @ h.T) / 2).astype(np.int64)  # (B, H)
-    key = hamming * n_hap + np.arange(n_hap)  # unique keys make the order total
+    # hamming; float32 matmul is exact at these sizes. In torch, not numpy: its matmul and top-k use
+    # torch's threads, and take about half the time of numpy's single-threaded BLAS and argpartition here.
+    w = torch.ones(queries.shape[1]) if weights is None else torch.from_numpy(weights.astype(np.float32))
+    observed = torch.from_numpy(queries >= 0)
+    q = torch.where(observed, torch.from_numpy(queries).float() * 2 - 1, 0) * w
+    h = torch.from_numpy(panel).float() * 2 - 1
+    hamming = (((observed * w).sum(1, keepdim=True) - q @ h.T) / 2).round().long()  # (B, H)
+    key = hamming * n_hap + torch.arange(n_hap)  # unique keys make the order total
     if exclude is not None:
-        key[exclude] = np.iinfo(np.int64).max
-    part = np.argpartition(key, k - 1, axis=1)[:, :k]
-    return np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, axis=1), axis=1), axis=1)
+        key[torch.from_numpy(exclude)] = torch.iinfo(torch.int64).max
+    return key.topk(k, dim=1, largest=False, sorted=True).indices.numpy()
 
 
 def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndarray, typed: np.ndarray) -> np.ndarray:
@@ -180,7 +182,7 @@ def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndar
     """
     rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int8)
     rows[:, 0] = query_rows(queries, typed)
-    rows[:, 1:] = window_haps.T[context]
+    rows[:, 1:] = np.ascontiguousarray(window_haps.T)[context]  # whole rows: ~4x faster than a strided gather
     return rows
 
 
