@@ -99,7 +99,8 @@ class HaplotypeMatcher(nn.Module):
     reconstructs_context = False  # training has no context-reconstruction term
     # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400 (BENCHMARKS.md)
     default_context = 160
-    queries_per_cpu_pass = 64  # 0.43 ms per query at k=160 against 0.64 in passes of 16
+    # per query, with its context and tokens: 0.36 ms in passes of 32, 0.24 in 64, 0.18 in 128, 0.16 in 256
+    queries_per_cpu_pass = 128
 
     def __init__(self, config: ModelConfig):
         super().__init__()
