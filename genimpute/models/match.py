@@ -117,9 +117,11 @@ class HaplotypeMatcher(nn.Module):
         self.bias = nn.Parameter(torch.zeros(()))
         self.smoothing = nn.Parameter(torch.tensor(-4.0))  # epsilon = sigmoid(-4) ~ 0.018 at the start
 
-    def _weights(self, query: torch.Tensor, context: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
-        """(B, k, G, heads) each head's weights over the context rows around G
-        gaps: a softmax over the gap's `rows_per_gap` candidates, 0 elsewhere.
+    def _weights(self, query: torch.Tensor, context: torch.Tensor, lo: torch.Tensor,
+                 hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(weights, rows) around G gaps: each head's weights (B, r, G, heads),
+        a softmax over the r candidate rows of each gap, and those rows
+        (B, r, G) as _candidates; rows is None when the candidates are all k rows.
 
         query:   (B, t) tokens at the typed columns (MASKED: missing call)
         context: (B, k, t) tokens at the typed columns
@@ -144,10 +146,7 @@ class HaplotypeMatcher(nn.Module):
         mis = torch.cat([torch.log1p(_totals(at).float()), rate[..., None]], -1)
         seen = _totals(obs_sums[:, ends]) / torch.tensor(SITES, device=lo.device).repeat(2)  # (B, G, 2n)
         weights = self.score(self.from_mismatches(mis) + self.from_observed(seen)[:, None]).softmax(1)
-        if rows is None:
-            return weights
-        index = rows[..., None].expand(-1, -1, -1, weights.shape[-1])
-        return weights.new_zeros(b, k, len(lo), weights.shape[-1]).scatter(1, index, weights)
+        return weights, rows
 
     def _candidates(self, mis_sums: torch.Tensor, ends: torch.Tensor) -> torch.Tensor | None:
         """(B, r, G) the context rows each gap's vote is over: the r =
@@ -172,12 +171,12 @@ class HaplotypeMatcher(nn.Module):
         width = typed.numel() + 1
         gaps, which = torch.unique(lo * width + hi, return_inverse=True)  # the columns' distinct evidence
         at_typed = _take_columns(tokens, torch.nonzero(typed).squeeze(1))
-        weights = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
-        b, k, g, heads = weights.shape
-        # every gap's weights times every column's alleles, then each column's own gap: (B, heads, G, C)
-        alt = (_take_columns(tokens[:, 1:], columns) == ALT).to(weights.dtype)  # (B, k, C)
-        votes = torch.bmm(weights.permute(0, 3, 2, 1).reshape(b, heads * g, k), alt).view(b, heads, g, -1)
-        vote = votes.gather(2, which.view(1, 1, 1, -1).expand(b, heads, 1, -1)).squeeze(2)  # (B, heads, C)
+        weights, rows = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
+        # each column's vote over its own gap's candidates: (B, r, C) alleles, (B, r, C, heads) weights
+        alt = _take_columns(tokens[:, 1:], columns)  # (B, k, C)
+        if rows is not None:
+            alt = alt.gather(1, rows[:, :, which])
+        vote = torch.einsum("brch,brc->bhc", weights[:, :, which], (alt == ALT).to(weights.dtype))
         eps = torch.sigmoid(self.smoothing)
         vote = (vote + eps) / (1 + 2 * eps)
         return torch.einsum("bhc,h->bc", torch.log(vote) - torch.log1p(-vote), self.mix) + self.bias
