@@ -16,7 +16,6 @@ from genimpute.config import (
     DEFAULT_VALIDATION_FRACTION,
     PHASERS,
     RunConfig,
-    WindowConfig,
 )
 from genimpute.errors import GenimputeError
 
@@ -77,8 +76,10 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--max-minutes", type=float, default=_DEFAULTS.train.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
 @click.option("--batch-size", type=int, default=_DEFAULTS.train.batch_size, show_default=True, help="Query haplotypes per step.")
 @click.option("--lr", type=float, default=_DEFAULTS.train.lr, show_default=True)
-@click.option("--untyped", type=int, default=_DEFAULTS.window.untyped, show_default=True, help="U: untyped variants per window.")
-@click.option("--typed", type=int, default=_DEFAULTS.window.typed, show_default=True, help="T: typed variants per window.")
+@click.option("--untyped", type=int, default=None,
+              help="U: untyped variants per window [default: the backbone's, 200 for match, 100 for the others].")
+@click.option("--typed", type=int, default=None,
+              help="T: typed variants per window [default: the backbone's, 300 for match, 200 for the others].")
 @click.option("--context", type=int, default=None,
               help="k: nearest panel haplotypes per query [default: the backbone's, 160 for match, 24 for msa and npssm].")
 @click.option("--dim", type=int, default=_DEFAULTS.model.dim, show_default=True)
@@ -109,16 +110,20 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
           init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
-    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
+    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir, read_settings
     from genimpute.runtime import pick_device
     from genimpute.train import train as run_train
 
-    def build():
-        from genimpute.models import default_context
+    init = PRETRAINED_DIR if init == "pretrained" else init
 
+    def build():
+        from genimpute.models import default_window
+
+        # window defaults are the backbone's, and --init's model brings its own backbone
+        backbone = model_name if init is None or resume else read_settings(init)[0].model.name
+        given = {"untyped": untyped, "typed": typed, "context": context}
         return RunConfig(
-            window=WindowConfig(untyped=untyped, typed=typed,
-                                context=context if context is not None else default_context(model_name)),
+            window=replace(default_window(backbone), **{name: v for name, v in given.items() if v is not None}),
             model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads,
                           rows_per_gap=rows_per_gap, neighbours=neighbours),
             train=replace(_DEFAULTS.train, steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
@@ -133,7 +138,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
         logging.getLogger().setLevel(logging.WARNING)  # one process reports progress
     try:
         prov = _run(run_train, ref, array, out, config, dist.device(_run(pick_device, device)), resume=resume,
-                    progress=ctx.obj["progress"], dist=dist, init=PRETRAINED_DIR if init == "pretrained" else init)
+                    progress=ctx.obj["progress"], dist=dist, init=init)
     finally:
         ddp.stop(dist)
     if dist.is_main:

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class WindowConfig:
-    untyped: int = 100  # U: consecutive untyped variants predicted by one window
-    typed: int = 200  # T: typed variants nearest to them, given as evidence
-    # k: panel haplotypes nearest to the query by L1 on typed sites; the
-    # default backbone's (the CLI takes each backbone's own `default_context`)
-    context: int = 160
+    # the defaults are the default backbone's; the CLI takes each backbone's own `default_window`
+    untyped: int = 200  # U: consecutive untyped variants predicted by one window
+    typed: int = 300  # T: typed variants nearest to them, given as evidence
+    context: int = 160  # k: panel haplotypes nearest to the query by L1 on typed sites
     # the nearest-haplotype distance counts a mismatch at near_weight times
     # the rest at the typed sites of the predicted block's span and the
     # near_sites on either side of it: the haplotypes to copy are those that

@@ -80,8 +80,8 @@ class LoadedModel:
     provenance: dict
 
 
-def load_weights(directory: str | Path) -> tuple[torch.nn.Module, RunConfig, dict]:
-    """The model in `directory` (in eval mode), its settings and provenance."""
+def read_settings(directory: str | Path) -> tuple[RunConfig, dict]:
+    """The settings and provenance of the model in `directory`."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(
@@ -89,10 +89,16 @@ def load_weights(directory: str | Path) -> tuple[torch.nn.Module, RunConfig, dic
             "(pass --model, or train with no --out to use the default location)"
         )
     try:
-        config = RunConfig.from_dict(json.loads((directory / CONFIG).read_text()))
-        provenance = json.loads((directory / PROVENANCE).read_text())
+        return (RunConfig.from_dict(json.loads((directory / CONFIG).read_text())),
+                json.loads((directory / PROVENANCE).read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{directory}: config.json or provenance.json missing or malformed ({exc})") from exc
+
+
+def load_weights(directory: str | Path) -> tuple[torch.nn.Module, RunConfig, dict]:
+    """The model in `directory` (in eval mode), its settings and provenance."""
+    directory = Path(directory)
+    config, provenance = read_settings(directory)
     model = build_model(config.model)
     state = load_torch(directory / WEIGHTS)
     try:

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from genimpute.config import MASKED, ModelConfig
-from genimpute.models import build_model, default_context
+from genimpute.models import build_model, default_window
 from genimpute.models.match import NEAR, SITES, _left_right_bounds, _prefix_sums, _range_ends, _ranges, _totals
 
 
@@ -126,6 +126,8 @@ def test_context_rows_that_agree_with_the_query_decide_after_training():
     assert accuracy > 0.9  # a vote of all rows would be right half the time
 
 
-@pytest.mark.parametrize("name,k", [("match", 160), ("msa", 24), ("npssm", 24)])
-def test_each_backbone_has_its_own_default_context(name, k):
-    assert default_context(name) == k
+@pytest.mark.parametrize("name,untyped,typed,k", [("match", 200, 300, 160), ("msa", 100, 200, 24),
+                                                  ("npssm", 100, 200, 24)])
+def test_each_backbone_has_its_own_default_window(name, untyped, typed, k):
+    window = default_window(name)
+    assert (window.untyped, window.typed, window.context) == (untyped, typed, k)

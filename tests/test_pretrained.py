@@ -12,6 +12,7 @@ from paths import ARRAY, DATA, PANEL, TARGET_PHASED
 from genimpute.evaluate import evaluate
 from genimpute.modeldir import PANEL as PANEL_FILE
 from genimpute.modeldir import PRETRAINED_DIR, load_model_dir
+from genimpute.models import default_window
 from genimpute.panel import ReferencePanel
 
 # how far below Beagle 5.4's aggregate r2 on the test slice (10 targets) the pretrained
@@ -54,3 +55,13 @@ def test_train_from_the_pretrained_weights_takes_its_model_and_weights(tmp_path)
     assert tuned.provenance["initialised_from"] == str(PRETRAINED_DIR)
     for name, weights in pretrained.model.state_dict().items():
         assert torch.equal(weights, tuned.model.state_dict()[name]), name
+
+
+def test_train_from_another_model_takes_that_backbones_default_window(tmp_path, trained):
+    """--init's backbone replaces --model's, and so do its default U, T and k."""
+    out = tmp_path / "from_match"
+    run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(out), "--model", "msa",
+         "--init", str(trained), "--steps", "1", "--batch-size", "2", "--validate-every", "1"])
+    config = load_model_dir(out).config
+    assert config.model.name == "match"
+    assert config.window == default_window("match")

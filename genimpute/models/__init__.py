@@ -1,8 +1,8 @@
 """Backbones, chosen by name. Cell tokens are REF/ALT/MASKED (see
 genimpute.config); `typed` is a window's (M,) typed-column mask. A backbone's
 `shares_context` says which of two interfaces it has; `reconstructs_context`
-whether training adds a context-reconstruction term; `default_context` the k
-it is trained with unless told; `queries_per_cpu_pass` how many queries one
+whether training adds a context-reconstruction term; `default_window` the
+window geometry (U, T) and context size k it is trained with unless told; `queries_per_cpu_pass` how many queries one
 pass holds on a CPU.
 
 Nearest-context backbones (match, msa, npssm; shares_context False): each
@@ -38,11 +38,12 @@ REGISTRY = {
 }
 
 
-def default_context(name: str) -> int:
-    """The context size k a backbone was measured with (BENCHMARKS.md);
-    WindowConfig's default for a name that is not a backbone (build_model reports it)."""
+def default_window(name: str) -> WindowConfig:
+    """The window geometry and context size a backbone was measured with
+    (BENCHMARKS.md); WindowConfig's defaults for a name that is not a
+    backbone (build_model reports it)."""
     cls = REGISTRY.get(name)
-    return cls.default_context if cls is not None else WindowConfig().context
+    return cls.default_window if cls is not None else WindowConfig()
 
 
 def build_model(config: ModelConfig):

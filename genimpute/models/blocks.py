@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genimpute.config import N_TOKENS, ModelConfig
+from genimpute.config import N_TOKENS, ModelConfig, WindowConfig
 
 
 class CellEmbedding(nn.Module):
@@ -85,7 +85,7 @@ class AxialBackbone(nn.Module):
 
     shares_context = False  # each query has its own nearest-haplotype context
     reconstructs_context = True  # training also predicts span-masked context cells
-    default_context = 24  # k: a full pass costs about k times one row
+    default_window = WindowConfig(untyped=100, typed=200, context=24)  # a full pass costs about k times one row
     queries_per_cpu_pass = 16  # a full pass over (1 + k) x M cells per query: larger passes gain nothing on a CPU
 
     def __init__(self, config: ModelConfig, along_variants, along_haplotypes):

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genimpute.config import ALT, MASKED, ModelConfig
+from genimpute.config import ALT, MASKED, ModelConfig, WindowConfig
 
 # typed sites either side of a gap whose agreement with the query is counted
 SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -97,8 +97,9 @@ class HaplotypeMatcher(nn.Module):
 
     shares_context = False  # each query has its own nearest-haplotype context
     reconstructs_context = False  # training has no context-reconstruction term
-    # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400 (BENCHMARKS.md)
-    default_context = 160
+    # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400; U=200, T=300
+    # held it (0.9767 against 0.9765 at 100, 200) with half the windows to impute (BENCHMARKS.md)
+    default_window = WindowConfig(untyped=200, typed=300, context=160)
     # per query, with its context and tokens: 0.36 ms in passes of 32, 0.24 in 64, 0.18 in 128, 0.16 in 256
     queries_per_cpu_pass = 128
 

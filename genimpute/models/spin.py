@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from genimpute.config import ModelConfig
+from genimpute.config import ModelConfig, WindowConfig
 from genimpute.models.blocks import CrossAttentionBlock
 from genimpute.models.kmers import alt_log_odds, groups_of, input_codes
 
@@ -45,7 +45,8 @@ class Memory(NamedTuple):
 class SPIN(nn.Module):
     shares_context = True  # the context is the window's panel, not each query's nearest haplotypes
     reconstructs_context = True  # training also predicts the untyped cells of hidden context rows
-    default_context = 24  # unused: the context is the whole panel (see `neighbours`)
+    # k is unused: the context is the whole panel (see `neighbours`)
+    default_window = WindowConfig(untyped=100, typed=200, context=24)
     queries_per_cpu_pass = 256  # per-query work is small kernels: 256 per pass run twice as fast as 16
 
     def __init__(self, config: ModelConfig):
