@@ -2,8 +2,8 @@
 genimpute.config); `typed` is a window's (M,) typed-column mask. A backbone's
 `shares_context` says which of two interfaces it has; `reconstructs_context`
 whether training adds a context-reconstruction term; `default_window` the
-window geometry (U, T) and context size k it is trained with unless told; `queries_per_cpu_pass` how many queries one
-pass holds on a CPU.
+window geometry (U, T) and context size k it is trained with unless told;
+`queries_per_cpu_pass` how many queries one pass holds on a CPU.
 
 Nearest-context backbones (match, msa, npssm; shares_context False): each
 query has its own context, its k nearest panel haplotypes.

@@ -133,7 +133,7 @@ class HaplotypeMatcher(nn.Module):
         ends = _range_ends(lo, hi, left, right)  # (G, 2 + 2 * len(SITES))
         observed = query != MASKED  # (B, t)
         mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
-        # int16 (counts up to t <= ModelConfig.max_columns): a third of float32's traffic and a faster cumsum
+        # int16 (counts up to t, a window's typed sites): half of float32's bytes and a faster cumsum
         mis_sums = _prefix_sums(mismatch.to(torch.int16))  # (B, k, t+1)
         obs_sums = _prefix_sums(observed.float())  # (B, t+1)
         rate = mis_sums[..., -1] / obs_sums[:, -1:].clamp(min=1)  # (B, k) float
