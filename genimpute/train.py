@@ -187,7 +187,8 @@ class TrainingSet:
         k = min(k, len(self.train_haps) - 2)
         context = nearest_haplotypes(seen[:, window.typed], typed_haps, k, exclude, site_weights)
         tokens = assemble_rows(haps, seen, context, window.typed)
-        alleles = np.concatenate([query_alleles[:, None], haps.T[context]], axis=1)
+        # the context rows' alleles are their tokens, before any are masked below
+        alleles = np.concatenate([query_alleles[:, None], tokens[:, 1:]], axis=1)
         masked = span_mask(rng, tokens.shape, mask_rate, mask_span)
         masked[:, 0] = False
         tokens[masked] = MASKED
