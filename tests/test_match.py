@@ -30,7 +30,7 @@ def test_counts_are_sums_over_each_gaps_ranges():
     hi = torch.tensor([0, 6, 70, 150, 150])
     left, right = _ranges(lo, hi, t)
     ends = _range_ends(lo, hi, left, right)
-    counts = _totals(_prefix_sums(torch.from_numpy(values).float())[..., ends]).numpy()
+    counts = _totals(_prefix_sums(torch.from_numpy(values) == 1, torch.int16)[..., ends]).numpy()  # as the model
     n = len(SITES)
     for g in range(len(lo)):
         for s, d in enumerate(SITES):
@@ -65,8 +65,8 @@ def test_each_gaps_candidates_are_the_rows_that_match_best_near_it():
     context = torch.randint(0, 2, (b, k, t), generator=g).to(torch.int8)
     context[:, 3] = context[:, 4]  # tied rows
     lo, hi = torch.tensor([0, 10, 30, 31, 60]), torch.tensor([0, 10, 31, 31, 60])
-    mismatch = ((context != query[:, None]) & (query != MASKED)[:, None]).float()
-    rows = model._candidates(_prefix_sums(mismatch), _range_ends(lo, hi, *_ranges(lo, hi, t)))
+    mismatch = (context != query[:, None]) & (query != MASKED)[:, None]
+    rows = model._candidates(_prefix_sums(mismatch, torch.int16), _range_ends(lo, hi, *_ranges(lo, hi, t)))
     assert rows.shape == (b, 5, len(lo))
     for i in range(b):
         for gap in range(len(lo)):

@@ -33,7 +33,6 @@ query row's logits and zeros for the context rows.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from genimpute.config import ALT, MASKED, ModelConfig, WindowConfig
@@ -87,9 +86,13 @@ def _take_columns(x: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     return torch.cat([x[..., a:b] for a, b in bounds], -1)
 
 
-def _prefix_sums(x: torch.Tensor) -> torch.Tensor:
-    """(..., t) -> (..., t+1): sums over sites [0, i), in x's dtype."""
-    return F.pad(x, (1, 0)).cumsum(-1, dtype=x.dtype)
+def _prefix_sums(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(..., t) -> (..., t+1): sums over sites [0, i), in `dtype`. Summed
+    straight into the output, without a padded copy of x: half the time."""
+    sums = torch.empty((*x.shape[:-1], x.shape[-1] + 1), dtype=dtype, device=x.device)
+    sums[..., 0] = 0
+    torch.cumsum(x, -1, dtype=dtype, out=sums[..., 1:])
+    return sums
 
 
 class HaplotypeMatcher(nn.Module):
@@ -134,15 +137,16 @@ class HaplotypeMatcher(nn.Module):
         observed = query != MASKED  # (B, t)
         mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
         # int16 (counts up to t, a window's typed sites): half of float32's bytes and a faster cumsum
-        mis_sums = _prefix_sums(mismatch.to(torch.int16))  # (B, k, t+1)
-        obs_sums = _prefix_sums(observed.float())  # (B, t+1)
+        mis_sums = _prefix_sums(mismatch, torch.int16)  # (B, k, t+1)
+        obs_sums = _prefix_sums(observed, torch.float32)  # (B, t+1)
         rate = mis_sums[..., -1] / obs_sums[:, -1:].clamp(min=1)  # (B, k) float
         rows = self._candidates(mis_sums, ends)  # (B, r, G), or None for all k rows
         if rows is None:
             at, rate = mis_sums[..., ends], rate[..., None].expand(-1, -1, len(lo))  # (B, k, G, ends), (B, k, G)
         else:
+            # flat offsets into mis_sums, for a 1-d take: faster than indexing it by (row, end)
             flat_rows = rows + torch.arange(b, device=rows.device).view(b, 1, 1) * k
-            at = mis_sums.view(b * k, t + 1)[flat_rows[..., None], ends]  # (B, r, G, ends)
+            at = mis_sums.take((flat_rows * (t + 1))[..., None] + ends)  # (B, r, G, ends)
             rate = rate.gather(1, rows.flatten(1)).view(rows.shape)
         mis = torch.cat([torch.log1p(_totals(at).float()), rate[..., None]], -1)
         seen = _totals(obs_sums[:, ends]) / torch.tensor(SITES, device=lo.device).repeat(2)  # (B, G, 2n)
@@ -173,11 +177,13 @@ class HaplotypeMatcher(nn.Module):
         gaps, which = torch.unique(lo * width + hi, return_inverse=True)  # the columns' distinct evidence
         at_typed = _take_columns(tokens, torch.nonzero(typed).squeeze(1))
         weights, rows = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
-        # each column's vote over its own gap's candidates: (B, r, C) alleles, (B, r, C, heads) weights
-        alt = _take_columns(tokens[:, 1:], columns)  # (B, k, C)
+        # each column's vote over its own gap's candidates: alleles (B, r, C), 1 where ALT (with REF, ALT,
+        # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), and weights (B, r, heads, C)
+        alt = _take_columns(tokens[:, 1:], columns).bitwise_and_(ALT)  # (B, k, C)
         if rows is not None:
-            alt = alt.gather(1, rows[:, :, which])
-        vote = torch.einsum("brch,brc->bhc", weights[:, :, which], (alt == ALT).to(weights.dtype))
+            alt = alt.gather(1, rows.index_select(2, which))
+        weights = weights.permute(0, 1, 3, 2).index_select(3, which)
+        vote = (weights * alt.to(weights.dtype)[:, :, None]).sum(1)  # (B, heads, C)
         eps = torch.sigmoid(self.smoothing)
         vote = (vote + eps) / (1 + 2 * eps)
         return torch.einsum("bhc,h->bc", torch.log(vote) - torch.log1p(-vote), self.mix) + self.bias
