@@ -98,7 +98,7 @@ class _RecordFormatter:
         text = np.where(alleles == MISSING, ".", alleles.astype(str)).astype(object)
         separator = np.where(t.phased[rows], "|", "/").astype(object)[:, None]
         columns = np.where(alleles[:, 1::2] == ABSENT, text[:, 0::2], text[:, 0::2] + separator + text[:, 1::2])
-        writer.write_records(fixed, ["."] * len(rows), "GT", columns)
+        writer.write_records(fixed, ["."] * len(rows), "GT", ["\t".join(row) for row in columns.tolist()])
 
 
 def _missing_calls(aln: Alignment, rows: np.ndarray) -> np.ndarray:

@@ -45,21 +45,36 @@ def test_genotype_columns_hand_values():
     p1 = np.array([[c[0] for c in HAND_CASES]])
     p2 = np.array([[c[1] for c in HAND_CASES]])
     got = genotype_columns(p1, p2)
-    assert got.shape == (1, len(HAND_CASES))
-    assert got[0].tolist() == [c[2] for c in HAND_CASES]
+    assert got == ["\t".join(c[2] for c in HAND_CASES)]
 
 
 def test_genotype_columns_shape_and_row_order():
     # (V=2, S=3): row v, column s must come from p[v, s]
     p1 = np.array([[0.0, 1.0, 0.3], [0.6, 0.0, 1.0]])
     p2 = np.array([[0.0, 1.0, 0.0], [0.0, 0.8, 1.0]])
-    got = genotype_columns(p1, p2)
-    assert got.shape == (2, 3)
+    got = [row.split("\t") for row in genotype_columns(p1, p2)]
     # (0.3, 0): GP0 = .7, GP1 = .3, GP2 = 0 ; (0.6, 0): GP0 .4 GP1 .6 ; (0, .8): GP0 .2 GP1 .8
-    assert got.tolist() == [
+    assert got == [
         ["0|0:0:1,0,0", "1|1:2:0,0,1", "0|0:0.3:0.7,0.3,0"],
         ["1|0:0.6:0.4,0.6,0", "0|1:0.8:0.2,0.8,0", "1|1:2:0,0,1"],
     ]
+
+
+def test_haploid_calls_take_p1_alone_beside_diploid_ones():
+    p1 = np.array([[0.8, 0.8, 0.0], [0.25, 1.0, 0.5]])
+    p2 = np.array([[0.4, 0.4, 0.9], [0.9, 0.0, 0.5]])  # ignored where haploid
+    haploid = np.array([[True, False, True], [True, True, False]])
+    # haploid p .8: GT 1, DS .8, GP (.2, .8) ; diploid (.8, .4): DS 1.2, GP (.12, .56, .32)
+    # haploid 0: GT 0, GP (1, 0) ; haploid .25: GT 0 ; haploid 1: GT 1, GP (0, 1) ; diploid (.5, .5): 1|1, GP .25 .5 .25
+    assert genotype_columns(p1, p2, haploid) == [
+        "1:0.8:0.2,0.8\t1|0:1.2:0.12,0.56,0.32\t0:0:1,0",
+        "0:0.25:0.75,0.25\t1:1:0,1\t1|1:1:0.25,0.5,0.25",
+    ]
+
+
+def test_genotype_columns_of_no_records_or_no_samples():
+    assert genotype_columns(np.zeros((0, 4)), np.zeros((0, 4))) == []
+    assert genotype_columns(np.zeros((2, 0)), np.zeros((2, 0))) == ["", ""]
 
 
 def test_genotype_columns_matches_definition_on_random_probabilities():
@@ -67,11 +82,13 @@ def test_genotype_columns_matches_definition_on_random_probabilities():
     p1 = rng.random((20, 15))
     p2 = rng.random((20, 15))
     p1[0, :5] = [0.0, 1.0, 0.0, 1.0, 0.5 - 1e-9]
-    got = genotype_columns(p1, p2)
+    got = [row.split("\t") for row in genotype_columns(p1, p2)]
+    assert len(got) == p1.shape[0]
     for v in range(p1.shape[0]):
+        assert len(got[v]) == p1.shape[1]
         for s in range(p1.shape[1]):
             a, b = p1[v, s], p2[v, s]
-            gt, ds, gp = got[v, s].split(":")
+            gt, ds, gp = got[v][s].split(":")
             assert gt == f"{int(a >= 0.5)}|{int(b >= 0.5)}"
             assert float(ds) == pytest.approx(a + b, abs=0.0005 + 1e-12)
             assert len(ds.partition(".")[2]) <= 3

@@ -4,7 +4,7 @@ when complete.
 FORMAT GT:DS:GP on every biallelic record; INFO AF (estimated alt allele
 frequency), DR2 (estimated dosage r2) and IMP on imputed records, as Beagle
 writes them. Sample columns are built from lookup tables of pre-formatted
-numbers, not one format call per value.
+numbers, as bytes, not one format call per value.
 """
 
 from __future__ import annotations
@@ -17,42 +17,70 @@ import numpy as np
 
 from genimpute.errors import InputError
 
-_GT = np.array(["0|0", "0|1", "1|0", "1|1"], dtype=object)
-_HAPLOID_GT = np.array(["0", "1"], dtype=object)
 _RESOLUTION = 1000  # three decimals
 
 
-def _decimals(top: int) -> np.ndarray:
+def _decimals(top: int) -> list[str]:
     """Strings for i / 1000 for i in 0..top, trailing zeros trimmed."""
-    return np.array([f"{i / _RESOLUTION:.3f}".rstrip("0").rstrip(".") for i in range(top + 1)], dtype=object)
+    return [f"{i / _RESOLUTION:.3f}".rstrip("0").rstrip(".") for i in range(top + 1)]
 
 
-_DS = _decimals(2 * _RESOLUTION)
-_PROB = _decimals(_RESOLUTION)
+def _byte_table(strings: list[str], width: int | None = None) -> np.ndarray:
+    """(n, width) uint8: each string's ASCII bytes, padded with zero bytes,
+    which no VCF text holds, so that padding is dropped by `!= 0`."""
+    table = np.zeros((len(strings), width or max(map(len, strings))), dtype=np.uint8)
+    for i, text in enumerate(strings):
+        table[i, :len(text)] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return table
+
+
+_GT = _byte_table(["0|0", "0|1", "1|0", "1|1"])
+_HAPLOID_GT = _byte_table(["0", "1"], width=_GT.shape[1])
+_DS = _byte_table(_decimals(2 * _RESOLUTION))
+_PROB = _byte_table(_decimals(_RESOLUTION))
 
 
 def _fraction_index(x: np.ndarray) -> np.ndarray:
     return np.rint(x * _RESOLUTION).astype(np.int64)
 
 
-def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None) -> np.ndarray:
-    """(V, S) strings GT:DS:GP from per-haplotype alt probabilities (V, S);
-    where `haploid` (V, S) is set, a haploid call from p1 alone (GT 0 or 1,
-    DS = p1, GP = (1 - p1, p1)) and p2 is ignored."""
+def _character(char: str, shape: tuple) -> np.ndarray:
+    return np.full((*shape, 1), ord(char), dtype=np.uint8)
+
+
+def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None) -> list[str]:
+    """Per record, its sample columns GT:DS:GP joined by tabs, from
+    per-haplotype alt probabilities (V, S); where `haploid` (V, S) is set, a
+    haploid call from p1 alone (GT 0 or 1, DS = p1, GP = (1 - p1, p1)) and
+    p2 is ignored.
+
+    Built as bytes: each field is a row of a table of padded, pre-formatted
+    values, the fields of all V x S calls are laid side by side and the
+    padding dropped in one pass, with no Python string operation per call."""
+    if not p1.size:
+        return [""] * len(p1)
     p1, p2 = np.clip(p1, 0, 1), np.clip(p2, 0, 1)  # out-of-range values would wrap the lookup tables
-    gt = _GT[2 * (p1 >= 0.5) + (p2 >= 0.5)]
+    shape = p1.shape
     gp0 = (1 - p1) * (1 - p2)
     gp2 = p1 * p2
     gp1 = 1 - gp0 - gp2
-    columns = (
-        gt + ":" + _DS[_fraction_index(p1 + p2)] + ":" + _PROB[_fraction_index(gp0)] + ","
-        + _PROB[_fraction_index(np.clip(gp1, 0, 1))] + "," + _PROB[_fraction_index(gp2)]
-    )
+    fields = [_GT[2 * (p1 >= 0.5) + (p2 >= 0.5)], _character(":", shape), _DS[_fraction_index(p1 + p2)],
+              _character(":", shape), _PROB[_fraction_index(gp0)], _character(",", shape),
+              _PROB[_fraction_index(np.clip(gp1, 0, 1))], _character(",", shape), _PROB[_fraction_index(gp2)],
+              _character("\t", shape)]
     if haploid is not None and haploid.any():
         p = p1[haploid]
-        columns[haploid] = (_HAPLOID_GT[(p >= 0.5).astype(np.int64)] + ":" + _DS[_fraction_index(p)] + ":"
-                            + _PROB[_fraction_index(1 - p)] + "," + _PROB[_fraction_index(p)])
-    return columns
+        fields[0][haploid] = _HAPLOID_GT[(p >= 0.5).astype(np.int64)]
+        fields[2][haploid] = _DS[_fraction_index(p)]
+        fields[4][haploid] = _PROB[_fraction_index(1 - p)]
+        fields[6][haploid] = _PROB[_fraction_index(p)]
+        fields[7][haploid] = fields[8][haploid] = 0  # no third probability
+    fields[-1][:, -1] = 0  # no tab after a record's last sample
+    cells = np.concatenate(fields, axis=-1).reshape(shape[0], -1)
+    kept = cells != 0  # (V, S x width): the padding dropped
+    text = cells[kept].tobytes().decode("ascii")
+    ends = np.cumsum(kept.sum(axis=1)).tolist()
+    return [text[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def dosage_r2(p: np.ndarray, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -117,12 +145,10 @@ class VcfWriter:
         lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples]))
         self._write(lines)
 
-    def write_records(self, fixed: list, info: list, fmt: str, columns: np.ndarray) -> None:
-        """fixed: per record [CHROM, POS, ID, REF, ALT]; columns: (V, S) strings."""
-        self._write([
-            "\t".join([*f, ".", "PASS", i, fmt]) + "\t" + "\t".join(row)
-            for f, i, row in zip(fixed, info, columns.tolist())
-        ])
+    def write_records(self, fixed: list, info: list, fmt: str, samples: list) -> None:
+        """fixed: per record [CHROM, POS, ID, REF, ALT]; samples: per record,
+        its sample columns joined by tabs (as genotype_columns)."""
+        self._write(["\t".join([*f, ".", "PASS", i, fmt, row]) for f, i, row in zip(fixed, info, samples)])
         self.records += len(fixed)
 
     def _write(self, lines: list) -> None:
