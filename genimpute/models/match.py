@@ -178,15 +178,16 @@ class HaplotypeMatcher(nn.Module):
         at_typed = _take_columns(tokens, torch.nonzero(typed).squeeze(1))
         weights, rows = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
         # each column's vote over its own gap's candidates: alleles (B, r, C), 1 where ALT (with REF, ALT,
-        # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), and weights (B, r, heads, C)
+        # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times that gap's weights, as a
+        # batch of (heads, r) x (r, 1) products over (B, C)
         alt = _take_columns(tokens[:, 1:], columns).bitwise_and_(ALT)  # (B, k, C)
         if rows is not None:
             alt = alt.gather(1, rows.index_select(2, which))
-        weights = weights.permute(0, 1, 3, 2).index_select(3, which)
-        vote = (weights * alt.to(weights.dtype)[:, :, None]).sum(1)  # (B, heads, C)
+        weights = weights.permute(0, 2, 3, 1).index_select(1, which)  # (B, C, heads, r)
+        vote = torch.matmul(weights, alt.to(weights.dtype).transpose(1, 2)[..., None]).squeeze(-1)  # (B, C, heads)
         eps = torch.sigmoid(self.smoothing)
         vote = (vote + eps) / (1 + 2 * eps)
-        return torch.einsum("bhc,h->bc", torch.log(vote) - torch.log1p(-vote), self.mix) + self.bias
+        return (torch.log(vote) - torch.log1p(-vote)) @ self.mix + self.bias
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
         # tokens (B, R, M), typed (M,) bool -> logits (B, R, M): the query row's; 0 for context rows
