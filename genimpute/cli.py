@@ -54,10 +54,11 @@ def main(ctx, verbose, quiet):
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     ctx.obj = {"progress": not quiet and sys.stderr.isatty() or verbose > 0}
     signal.signal(signal.SIGTERM, _terminate)
-    from genimpute.runtime import single_threaded_blas, tune_allocator
+    from genimpute.runtime import single_threaded_blas, skip_final_collection, tune_allocator
 
     tune_allocator()
     single_threaded_blas()
+    skip_final_collection()
 
 
 _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/genimpute/model]."
