@@ -180,9 +180,12 @@ class HaplotypeMatcher(nn.Module):
         # each column's vote over its own gap's candidates: alleles (B, r, C), 1 where ALT (with REF, ALT,
         # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times that gap's weights, as a
         # batch of (heads, r) x (r, 1) products over (B, C)
-        alt = _take_columns(tokens[:, 1:], columns).bitwise_and_(ALT)  # (B, k, C)
-        if rows is not None:
-            alt = alt.gather(1, rows.index_select(2, which))
+        b, n_rows, m = tokens.shape
+        # each column's candidates as token rows, (B, r, C) (all k: (1, k, 1)), read with one 1-d take
+        token_rows = torch.arange(1, n_rows, device=tokens.device).view(1, -1, 1) if rows is None \
+            else 1 + rows.index_select(2, which)
+        flat = (torch.arange(b, device=tokens.device).view(b, 1, 1) * n_rows + token_rows) * m + columns
+        alt = tokens.take(flat).bitwise_and_(ALT)
         weights = weights.permute(0, 2, 3, 1).index_select(1, which)  # (B, C, heads, r)
         vote = torch.matmul(weights, alt.to(weights.dtype).transpose(1, 2)[..., None]).squeeze(-1)  # (B, C, heads)
         eps = torch.sigmoid(self.smoothing)
