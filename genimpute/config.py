@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class WindowConfig:
     # the defaults are the default backbone's; the CLI takes each backbone's own `default_window`
-    untyped: int = 200  # U: consecutive untyped variants predicted by one window
+    untyped: int = 300  # U: consecutive untyped variants predicted by one window
     typed: int = 300  # T: typed variants nearest to them, given as evidence
-    context: int = 160  # k: panel haplotypes nearest to the query by L1 on typed sites
+    context: int = 128  # k: panel haplotypes nearest to the query by L1 on typed sites
     # the nearest-haplotype distance counts a mismatch at near_weight times
     # the rest at the typed sites of the predicted block's span and the
     # near_sites on either side of it: the haplotypes to copy are those that
@@ -46,9 +46,9 @@ class ModelConfig:
     # NPSSM only
     state: int = 16  # S: state size of each selective scan
     # match only: each gap's vote is over this many context rows, those with
-    # the fewest mismatches with the query among the 16 typed sites on either
+    # the fewest mismatches with the query among the 8 typed sites on either
     # side (the rest would get almost no weight); 0 scores all k rows
-    rows_per_gap: int = 32
+    rows_per_gap: int = 24
 
     def __post_init__(self):
         if self.rows_per_gap < 0:

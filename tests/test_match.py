@@ -126,7 +126,7 @@ def test_context_rows_that_agree_with_the_query_decide_after_training():
     assert accuracy > 0.9  # a vote of all rows would be right half the time
 
 
-@pytest.mark.parametrize("name,untyped,typed,k", [("match", 200, 300, 160), ("msa", 100, 200, 24),
+@pytest.mark.parametrize("name,untyped,typed,k", [("match", 300, 300, 128), ("msa", 100, 200, 24),
                                                   ("npssm", 100, 200, 24)])
 def test_each_backbone_has_its_own_default_window(name, untyped, typed, k):
     window = default_window(name)

@@ -275,4 +275,4 @@ def test_a_config_from_before_rows_per_gap_scores_every_context_row():
     stored = RunConfig().to_dict()
     del stored["model"]["rows_per_gap"]
     assert RunConfig.from_dict(stored).model.rows_per_gap == 0
-    assert RunConfig.from_dict(RunConfig().to_dict()).model.rows_per_gap == ModelConfig().rows_per_gap == 32
+    assert RunConfig.from_dict(RunConfig().to_dict()).model.rows_per_gap == ModelConfig().rows_per_gap == 24

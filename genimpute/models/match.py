@@ -39,8 +39,9 @@ from genimpute.config import ALT, MASKED, ModelConfig, WindowConfig
 
 # typed sites either side of a gap whose agreement with the query is counted
 SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-# typed sites either side of a gap whose mismatches choose its candidate rows (ModelConfig.rows_per_gap)
-NEAR = 16
+# typed sites either side of a gap whose mismatches choose its candidate rows (ModelConfig.rows_per_gap);
+# held-out r2 by NEAR, the stop-18 model: 4 0.9763, 8 0.9767, 16 0.9766, 32 0.9755 (BENCHMARKS.md)
+NEAR = 8
 
 
 def _left_right_bounds(typed: torch.Tensor, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -100,10 +101,11 @@ class HaplotypeMatcher(nn.Module):
 
     shares_context = False  # each query has its own nearest-haplotype context
     reconstructs_context = False  # training has no context-reconstruction term
-    # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400; U=200, T=300
-    # held it (0.9767 against 0.9765 at 100, 200) with half the windows to impute (BENCHMARKS.md)
-    default_window = WindowConfig(untyped=200, typed=300, context=160)
-    # per query, with its context and tokens: 0.36 ms in passes of 32, 0.24 in 64, 0.18 in 128, 0.16 in 256
+    # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400. Held-out r2
+    # of one model stays at 0.9767 from U, T, k, rows_per_gap = 200, 300, 160, 32 to 300, 300, 128, 24
+    # (0.9766 with NEAR=16), which imputes in about 0.7 of the time (BENCHMARKS.md)
+    default_window = WindowConfig(untyped=300, typed=300, context=128)
+    # model time per query: 0.207 ms in passes of 64, 0.194 in 128, 0.188 in 256
     queries_per_cpu_pass = 128
 
     def __init__(self, config: ModelConfig):
