@@ -77,8 +77,8 @@ def _totals(at: torch.Tensor) -> torch.Tensor:
 
 def _take_columns(x: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     """x[..., columns] for ascending `columns`, copied run by run: a window's
-    typed (or untyped) columns come in a few long runs, and copying slices
-    is about 6x faster than a gather along the last dimension on a CPU."""
+    typed columns come in a few long runs, and copying slices is about 6x
+    faster than a gather along the last dimension on a CPU."""
     if not len(columns):
         return x[..., :0]
     breaks = (torch.nonzero(columns[1:] - columns[:-1] != 1).squeeze(1) + 1).tolist()
@@ -179,11 +179,10 @@ class HaplotypeMatcher(nn.Module):
         gaps, which = torch.unique(lo * width + hi, return_inverse=True)  # the columns' distinct evidence
         at_typed = _take_columns(tokens, torch.nonzero(typed).squeeze(1))
         weights, rows = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
-        # each column's vote over its own gap's candidates: alleles (B, r, C), 1 where ALT (with REF, ALT,
-        # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times that gap's weights, as a
-        # batch of (heads, r) x (r, 1) products over (B, C)
+        # each column's vote over its own gap's candidates: their alleles (B, r, C), read from the tokens
+        # with one 1-d take, 1 where ALT (with REF, ALT, MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of
+        # the time), times the gap's weights, as a batch of (heads, r) x (r, 1) products over (B, C)
         b, n_rows, m = tokens.shape
-        # each column's candidates as token rows, (B, r, C) (all k: (1, k, 1)), read with one 1-d take
         token_rows = torch.arange(1, n_rows, device=tokens.device).view(1, -1, 1) if rows is None \
             else 1 + rows.index_select(2, which)
         flat = (torch.arange(b, device=tokens.device).view(b, 1, 1) * n_rows + token_rows) * m + columns
