@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the pretrained model shipped in genimpute/pretrained (issue 4):
-# the default backbone (match, k=160) with default settings, trained on
+# the default backbone (match) with default settings, trained on
 #   - the simulated panel (../shared/data/sim_ooa_chr20_5Mb, 2,149 samples,
 #     chr20:40-45 Mb) with its Omni2.5-like array, and
 #   - HapMap CEU chr20 (../shared/data/hapmap_ceu_chr20, 60 samples) with the
