@@ -329,6 +329,25 @@ def test_read_panel_splits_multiallelic_records_as_bcftools_norm_does(tmp_path):
     np.testing.assert_array_equal(ours.packed, theirs.packed)
 
 
+def test_read_panel_past_its_first_block_of_records(tmp_path):
+    # records are checked and packed in blocks (4,096 for 2 samples): a multi-allelic record and a bad one in the second
+    rows = [f"20 {100 + i} . A G . . . GT {i % 2}|1 1|{i % 3 // 2}" for i in range(4300)]
+    rows[4150] = "20 4250 . A T,C . . . GT 0|2 1|0"
+    path = write_vcf(tmp_path, rows)
+    split = tmp_path / "split.vcf"
+    subprocess.run(["bcftools", "norm", "-m", "-any", "-o", str(split), str(path)], check=True, capture_output=True)
+    ours, theirs = read_panel(path), read_panel(split)
+    assert len(ours.records.alts) == 4301 and ours.records.alts[4150:4152] == ["T", "C"]
+    np.testing.assert_array_equal(ours.packed, theirs.packed)
+    # records 4149 (1|1 1|0), 4150 split into T and C, 4151 (1|1 1|1)
+    np.testing.assert_array_equal(np.unpackbits(ours.packed[4149:4153], axis=1, count=4),
+                                  [[1, 1, 1, 0], [0, 0, 1, 0], [0, 1, 0, 0], [1, 1, 1, 1]])
+    rows[4220] = "20 4320 . A G . . . GT 0|1 1/0"
+    with pytest.raises(InputError, match="unphased") as info:
+        read_panel(write_vcf(tmp_path, rows, name="bad.vcf"))
+    assert "record 4221 (20:4320)" in str(info.value)
+
+
 def test_read_panel_allele_beyond_alt_is_named(tmp_path):
     path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 0|0", "20 200 . A T,C . . . GT 0|1 3|0"])
     with pytest.raises(InputError, match="20:200.*found 3"):

@@ -117,17 +117,60 @@ def _genotypes(rec, path, number) -> np.ndarray:
     return gts
 
 
-def _diploid_genotypes(rec, path, number) -> np.ndarray:
-    """(S, 3) int16: allele 1, allele 2, phased flag, every call diploid and
-    called (as a reference panel must be); otherwise stop with the record named."""
-    gts = _genotypes(rec, path, number)
-    where = _where(path, rec.CHROM, rec.POS, number)
+def _check_panel_record(gts: np.ndarray, samples: list, n_alt: int, where: str) -> None:
+    """Stop with the record named unless its calls (S, 3), as _genotypes,
+    are diploid, called, phased where heterozygous and within its alleles
+    (REF and n_alt ALT), as a reference panel's must be."""
     if (gts[:, :2] == MISSING).any():  # first: a lone `.` reads as a missing haploid call
         sample = int(np.nonzero((gts[:, :2] == MISSING).any(axis=1))[0][0])
         raise InputError(f"{where}: expected called genotypes; found a missing call (sample #{sample + 1})")
     if (gts[:, :2] == ABSENT).any():
         raise InputError(f"{where}: expected diploid genotypes; found haploid calls")
-    return gts
+    unphased_het = (gts[:, 2] == 0) & (gts[:, 0] != gts[:, 1])
+    if unphased_het.any():
+        sample = samples[int(np.nonzero(unphased_het)[0][0])]
+        raise InputError(f"{where}: expected a phased panel; found an unphased heterozygous genotype in sample {sample}")
+    if gts[:, :2].max() > n_alt:
+        raise InputError(f"{where}: expected allele indices up to {n_alt} (REF and {n_alt} ALT); "
+                         f"found {int(gts[:, :2].max())}")
+
+
+class _PanelBlock:
+    """Panel records' calls, checked and bit-packed a block at a time: numpy
+    calls per record cost more than htslib's parsing of it. A block that
+    holds a bad record is checked record by record, so the first bad one
+    stops the read, named."""
+
+    def __init__(self, samples: list):
+        self.samples = samples
+        self.size = max(64, min(4096, (32 << 20) // (6 * len(samples))))  # records; at most 32 MB of calls
+        self.calls = np.empty((self.size, len(samples), 3), dtype=np.int16)
+        self.n_alt, self.where = [], []
+
+    def add(self, gts: np.ndarray, n_alt: int, where: str) -> bool:
+        """Add one record's calls (S, 3); True when the block is full."""
+        self.calls[len(self.n_alt)] = gts
+        self.n_alt.append(n_alt)
+        self.where.append(where)
+        return len(self.n_alt) == self.size
+
+    def pack(self) -> np.ndarray:
+        """(rows, 2S / 8) packed haplotypes, one row per ALT allele of each
+        record (allele 1 = that ALT), and empty the block."""
+        n = len(self.n_alt)
+        calls, n_alt = self.calls[:n], np.array(self.n_alt)
+        # the usual block (called, phased, biallelic) is passed on three reductions, two over the
+        # contiguous calls: phase flags are 0 or 1, so they change neither min < 0 nor max > n_alt >= 1
+        if calls.min() < 0 or calls.max() > n_alt.min() or calls[:, :, 2].min() < 1:
+            for i in range(n):
+                _check_panel_record(calls[i], self.samples, int(n_alt[i]), self.where[i])
+        haps = calls[:, :, :2].reshape(n, -1)  # (n, 2S)
+        if (n_alt == 1).all():
+            packed = np.packbits(haps == 1, axis=1)
+        else:
+            packed = np.stack([np.packbits(row == i) for row, k in zip(haps, n_alt) for i in range(1, k + 1)])
+        self.n_alt, self.where = [], []
+        return packed
 
 
 class _SortCheck:
@@ -167,31 +210,23 @@ def read_panel(path: str | Path) -> PanelData:
     positions, packed = [], []
     check_sorted = _SortCheck(path)
     skipped_monomorphic = split = 0
+    block = _PanelBlock(samples)
     for number, rec in _records(vcf, path):
         check_sorted(rec.CHROM, rec.POS, number)
         if not rec.ALT:
             skipped_monomorphic += 1
             continue
-        gts = _diploid_genotypes(rec, path, number)
-        unphased_het = (gts[:, 2] == 0) & (gts[:, 0] != gts[:, 1])
-        if unphased_het.any():
-            sample = samples[int(np.nonzero(unphased_het)[0][0])]
-            raise InputError(
-                f"{_where(path, rec.CHROM, rec.POS, number)}: expected a phased panel; found an "
-                f"unphased heterozygous genotype in sample {sample}"
-            )
-        haps = gts[:, :2].reshape(-1)
-        if haps.max() > len(rec.ALT):
-            raise InputError(f"{_where(path, rec.CHROM, rec.POS, number)}: expected allele indices up to "
-                             f"{len(rec.ALT)} (REF and {len(rec.ALT)} ALT); found {int(haps.max())}")
+        if block.add(_genotypes(rec, path, number), len(rec.ALT), _where(path, rec.CHROM, rec.POS, number)):
+            packed.append(block.pack())
         split += len(rec.ALT) > 1
-        for i, alt in enumerate(rec.ALT, start=1):
+        for alt in rec.ALT:
             rec_fields.contigs.append(rec.CHROM)
             positions.append(rec.POS)
             rec_fields.ids.append(rec.ID or ".")
             rec_fields.refs.append(rec.REF)
             rec_fields.alts.append(alt)
-            packed.append(np.packbits((haps == i).astype(np.uint8)))
+    if block.n_alt:
+        packed.append(block.pack())
     vcf.close()
     if skipped_monomorphic:
         log.warning("%s: skipped %d records without an ALT allele", path, skipped_monomorphic)
@@ -200,7 +235,7 @@ def read_panel(path: str | Path) -> PanelData:
     if not packed:
         raise InputError(f"{path}: expected biallelic variant records; found none")
     rec_fields.positions = np.asarray(positions, dtype=np.int64)
-    return PanelData(samples, rec_fields, np.stack(packed), n_hap)
+    return PanelData(samples, rec_fields, np.concatenate(packed), n_hap)
 
 
 def read_target(path: str | Path) -> TargetData:
