@@ -78,11 +78,11 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--batch-size", type=int, default=_DEFAULTS.train.batch_size, show_default=True, help="Query haplotypes per step.")
 @click.option("--lr", type=float, default=_DEFAULTS.train.lr, show_default=True)
 @click.option("--untyped", type=int, default=None,
-              help="U: untyped variants per window [default: the backbone's, 200 for match, 100 for the others].")
+              help="U: untyped variants per window [default: the backbone's, 300 for match, 100 for the others].")
 @click.option("--typed", type=int, default=None,
               help="T: typed variants per window [default: the backbone's, 300 for match, 200 for the others].")
 @click.option("--context", type=int, default=None,
-              help="k: nearest panel haplotypes per query [default: the backbone's, 160 for match, 24 for msa and npssm].")
+              help="k: nearest panel haplotypes per query [default: the backbone's, 128 for match, 24 for the others].")
 @click.option("--dim", type=int, default=_DEFAULTS.model.dim, show_default=True)
 @click.option("--layers", type=int, default=_DEFAULTS.model.layers, show_default=True)
 @click.option("--heads", type=int, default=_DEFAULTS.model.heads, show_default=True)

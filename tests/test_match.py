@@ -131,3 +131,17 @@ def test_context_rows_that_agree_with_the_query_decide_after_training():
 def test_each_backbone_has_its_own_default_window(name, untyped, typed, k):
     window = default_window(name)
     assert (window.untyped, window.typed, window.context) == (untyped, typed, k)
+
+
+def test_train_help_states_each_backbones_default_window():
+    from click.testing import CliRunner
+
+    from genimpute.cli import main
+
+    text = " ".join(CliRunner().invoke(main, ["train", "--help"], terminal_width=1000).output.split())
+    match, others = default_window("match"), {default_window(n) for n in ("msa", "npssm", "spin")}
+    assert len(others) == 1  # the help names one window for the backbones other than match
+    (other,) = others
+    for flag, field in (("--untyped", "untyped"), ("--typed", "typed"), ("--context", "context")):
+        wanted = f"{getattr(match, field)} for match, {getattr(other, field)} for the others"
+        assert wanted in text.split(flag, 1)[1].split("--", 1)[0], flag
