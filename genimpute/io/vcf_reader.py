@@ -141,13 +141,13 @@ class _PanelBlock:
     holds a bad record is checked record by record, so the first bad one
     stops the read, named."""
 
-    def __init__(self, samples: list):
-        self.samples = samples
+    def __init__(self, path, samples: list):
+        self.path, self.samples = path, samples
         self.size = max(64, min(4096, (32 << 20) // (6 * len(samples))))  # records; at most 32 MB of calls
         self.calls = np.empty((self.size, len(samples), 3), dtype=np.int16)
-        self.n_alt, self.where = [], []
+        self.n_alt, self.where = [], []  # per record: its ALT alleles, (CHROM, POS, record number)
 
-    def add(self, gts: np.ndarray, n_alt: int, where: str) -> bool:
+    def add(self, gts: np.ndarray, n_alt: int, where: tuple) -> bool:
         """Add one record's calls (S, 3); True when the block is full."""
         self.calls[len(self.n_alt)] = gts
         self.n_alt.append(n_alt)
@@ -163,7 +163,7 @@ class _PanelBlock:
         # contiguous calls: phase flags are 0 or 1, so they change neither min < 0 nor max > n_alt >= 1
         if calls.min() < 0 or calls.max() > n_alt.min() or calls[:, :, 2].min() < 1:
             for i in range(n):
-                _check_panel_record(calls[i], self.samples, int(n_alt[i]), self.where[i])
+                _check_panel_record(calls[i], self.samples, int(n_alt[i]), _where(self.path, *self.where[i]))
         haps = calls[:, :, :2].reshape(n, -1)  # (n, 2S)
         if (n_alt == 1).all():
             packed = np.packbits(haps == 1, axis=1)
@@ -210,13 +210,13 @@ def read_panel(path: str | Path) -> PanelData:
     positions, packed = [], []
     check_sorted = _SortCheck(path)
     skipped_monomorphic = split = 0
-    block = _PanelBlock(samples)
+    block = _PanelBlock(path, samples)
     for number, rec in _records(vcf, path):
         check_sorted(rec.CHROM, rec.POS, number)
         if not rec.ALT:
             skipped_monomorphic += 1
             continue
-        if block.add(_genotypes(rec, path, number), len(rec.ALT), _where(path, rec.CHROM, rec.POS, number)):
+        if block.add(_genotypes(rec, path, number), len(rec.ALT), (rec.CHROM, rec.POS, number)):
             packed.append(block.pack())
         split += len(rec.ALT) > 1
         for alt in rec.ALT:
