@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from cli_helpers import run
 
 from genimpute.config import MASKED, ModelConfig
 from genimpute.models import build_model, default_window
@@ -134,11 +135,7 @@ def test_each_backbone_has_its_own_default_window(name, untyped, typed, k):
 
 
 def test_train_help_states_each_backbones_default_window():
-    from click.testing import CliRunner
-
-    from genimpute.cli import main
-
-    text = " ".join(CliRunner().invoke(main, ["train", "--help"], terminal_width=1000).output.split())
+    text = " ".join(run(["train", "--help"]).output.split())
     match, others = default_window("match"), {default_window(n) for n in ("msa", "npssm", "spin")}
     assert len(others) == 1  # the help names one window for the backbones other than match
     (other,) = others
