@@ -31,7 +31,6 @@ What the phasers need, and how it is met here:
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 import re
@@ -44,7 +43,7 @@ import numpy as np
 
 from genimpute.config import PHASERS
 from genimpute.errors import InputError
-from genimpute.io.contigs import normalise_contig
+from genimpute.io.genetic_map import read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
 
 log = logging.getLogger(__name__)
@@ -245,61 +244,9 @@ def _write_vcf(path: Path, contig: str, positions: np.ndarray, refs: list, alts:
 
 
 # --- genetic map -------------------------------------------------------------------
-def _open_text(path: Path):
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    return gzip.open(path, "rt") if magic == b"\x1f\x8b" else open(path)
-
-
-_CONTIG_HEADERS = ("chr", "chrom", "chromosome", "contig")  # shapeit4's header says `chr`
-
-
-def _read_map(path: str | Path, contig: str) -> tuple[np.ndarray, np.ndarray]:
-    """(bp, cM) of a genetic map's positions on `contig`, sorted: PLINK format
-    (`chrom id cM bp`, no header) or shapeit4's (`pos chr cM`, a header line)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such genetic map file")
-    key = normalise_contig(contig)
-    bp, cm, contigs, data_lines = [], [], set(), 0
-    with _open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            data_lines += 1
-            if len(fields) == 4:
-                chrom, position, cmorgan = fields[0], fields[3], fields[2]
-            elif len(fields) == 3:
-                position, chrom, cmorgan = fields
-            else:
-                raise InputError(f"{path} line {number}: expected a genetic map line, PLINK `chrom id cM bp` or "
-                                 f"shapeit4 `pos chr cM`; found {len(fields)} columns")
-            try:
-                position, cmorgan = int(position), float(cmorgan)
-            except ValueError:
-                if data_lines == 1 and len(fields) == 3 and fields[1].lower() not in _CONTIG_HEADERS:
-                    raise InputError(f"{path}: a HapMap/IMPUTE2 map (`position rate cM`, one chromosome per "
-                                     "file) has no contig column; give a PLINK map (`chrom id cM bp`) or "
-                                     "shapeit4's (`pos chr cM`)") from None
-                if data_lines == 1:  # a header line, as shapeit4's maps have
-                    continue
-                raise InputError(f"{path} line {number}: expected a base-pair position and a cM value; "
-                                 f"found {line.strip()!r}") from None
-            contigs.add(chrom)
-            if normalise_contig(chrom) == key:
-                bp.append(position)
-                cm.append(cmorgan)
-    if not bp:
-        found = ", ".join(sorted(contigs)[:10]) or "no positions"
-        raise InputError(f"{path}: expected genetic map positions on contig {contig}; found {found}")
-    order = np.argsort(bp, kind="stable")
-    return np.asarray(bp, dtype=np.int64)[order], np.asarray(cm, dtype=np.float64)[order]
-
-
 def _write_map(tool: str, genetic_map: str | Path, contig: str, dest: Path) -> Path:
     """The map's positions on `contig` in the format `tool` reads."""
-    bp, cm = _read_map(genetic_map, contig)
+    bp, cm = read_map(genetic_map, contig)
     with open(dest, "w") as handle:
         if tool == "beagle":
             handle.writelines(f"{contig}\t.\t{c!r}\t{b}\n" for b, c in zip(bp.tolist(), cm.tolist()))

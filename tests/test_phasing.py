@@ -14,10 +14,10 @@ import pytest
 from paths import PANEL, TARGET_PHASED, TARGET_UNPHASED
 
 from genimpute.errors import InputError
+from genimpute.io.genetic_map import read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING
 from genimpute.phasing import (
     PHASERS,
-    _read_map,
     find_phaser,
     phase_haplotypes,
     switch_errors,
@@ -220,17 +220,17 @@ def test_genetic_map_reading(data, tmp_path):
     _write_plink_map(tmp_path / "plink.map", data.contig, bp, cm)
     _write_shapeit_map(tmp_path / "shapeit.gmap.gz", data.contig, bp, cm)
     for path in (tmp_path / "plink.map", tmp_path / "shapeit.gmap.gz"):
-        got_bp, got_cm = _read_map(path, "chr" + data.contig)
+        got_bp, got_cm = read_map(path, "chr" + data.contig)
         np.testing.assert_array_equal(got_bp, bp)
         np.testing.assert_allclose(got_cm, cm, atol=1e-6)
     with pytest.raises(InputError, match="contig 22; found 19, 20, 21"):
-        _read_map(tmp_path / "plink.map", "22")
+        read_map(tmp_path / "plink.map", "22")
     (tmp_path / "bad.map").write_text("20 . 0.1 1000 extra\n")
     with pytest.raises(InputError, match="bad.map line 1: expected a genetic map line"):
-        _read_map(tmp_path / "bad.map", "20")
+        read_map(tmp_path / "bad.map", "20")
     (tmp_path / "hapmap.txt").write_text("position COMBINED_rate(cM/Mb) Genetic_Map(cM)\n61795 2.9 0\n")
     with pytest.raises(InputError, match="HapMap/IMPUTE2 map .* has no contig column"):
-        _read_map(tmp_path / "hapmap.txt", "20")
+        read_map(tmp_path / "hapmap.txt", "20")
 
 
 # --- finding the tool, and a tool that fails ----------------------------------------------
