@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,7 @@ from genimpute.errors import CheckpointError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.genetic_map import CM_PER_BP, centimorgans, read_map
 from genimpute.io.vcf_reader import ABSENT, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,12 @@ class ReferencePanel:
     alts: list
     packed: np.ndarray  # (M, ceil(H/8)) uint8
     alt_freq: np.ndarray  # (M,) float32 alt allele frequency in the panel
+    # (M,) float64 genetic positions, cM: from a genetic map (with_genetic_map), else 1 cM per Mb
+    centimorgans: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.centimorgans is None:
+            self.centimorgans = self.positions * CM_PER_BP
 
     @property
     def n_haplotypes(self) -> int:
@@ -71,6 +78,15 @@ class ReferencePanel:
     @classmethod
     def from_vcf(cls, path: str | Path) -> "ReferencePanel":
         return cls.from_data(read_panel(path))
+
+    def with_genetic_map(self, path: str | Path) -> "ReferencePanel":
+        """The panel with the genetic positions of `path`'s map, which must
+        cover each of the panel's contigs."""
+        cm = np.empty(len(self.positions), dtype=np.float64)
+        for c, name in enumerate(self.contig_names):
+            rows = self.contig_index == c
+            cm[rows] = centimorgans(self.positions[rows], *read_map(path, name))
+        return replace(self, centimorgans=cm)
 
     def haplotypes(self, rows: np.ndarray) -> np.ndarray:
         """(len(rows), H) uint8 alleles of the given records."""
@@ -104,6 +120,7 @@ class ReferencePanel:
                 alts=_join(self.alts),
                 packed=self.packed,
                 alt_freq=self.alt_freq,
+                centimorgans=self.centimorgans,
             )
 
     @classmethod
@@ -120,6 +137,8 @@ class ReferencePanel:
                     alts=_split(z["alts"]),
                     packed=z["packed"],
                     alt_freq=z["alt_freq"],
+                    # a panel saved before genetic positions were kept: 1 cM per Mb
+                    centimorgans=z["centimorgans"] if "centimorgans" in z else None,
                 )
         except FileNotFoundError as exc:
             raise CheckpointError(f"{path}: reference panel missing from the model directory") from exc
