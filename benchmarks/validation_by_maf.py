@@ -42,8 +42,9 @@ def main(model_dir: str, array: str, k: str | None = None) -> None:
     probs, truth, alt_share = [], [], []
     for window in windows:
         haps = panel.haplotypes(window.columns)  # (M, H)
-        probs.append(window_probabilities(model, window, haps, haps[window.typed][:, queries].T, window_config,
-                                          torch.device("cpu"), exclude))
+        probs.append(window_probabilities(model, window, haps, haps[window.typed][:, queries].T,
+                                          panel.centimorgans[window.columns], window_config, torch.device("cpu"),
+                                          exclude))
         truth.append(haps[~window.typed][:, queries])
         alt_share.append(haps[~window.typed][:, held_out.train_haps].mean(axis=1))
     probs, truth, alt_share = np.concatenate(probs), np.concatenate(truth).astype(float), np.concatenate(alt_share)

@@ -93,6 +93,9 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
               help="spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN).")
 @click.option("--maf-weight", type=float, default=_DEFAULTS.train.maf_weight, show_default=True,
               help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; match, msa and npssm).")
+@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format: where the match backbone's "
+                   "copying model expects recombination [default: 1 cM per Mb].")
 @click.option("--min-array-density", type=float, default=_DEFAULTS.train.min_array_density, show_default=True,
               help="Each step keeps a random share in [x, 1] of the array's sites typed and imputes the rest, "
                    "to train for sparser arrays too (1: the array as given).")
@@ -107,8 +110,8 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, rows_per_gap, neighbours, maf_weight, min_array_density, seed, checkpoint_every, validate_every, resume,
-          init, device, distributed):
+          layers, heads, rows_per_gap, neighbours, maf_weight, genetic_map, min_array_density, seed, checkpoint_every,
+          validate_every, resume, init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir, read_settings
@@ -139,7 +142,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
         logging.getLogger().setLevel(logging.WARNING)  # one process reports progress
     try:
         prov = _run(run_train, ref, array, out, config, dist.device(_run(pick_device, device)), resume=resume,
-                    progress=ctx.obj["progress"], dist=dist, init=init)
+                    progress=ctx.obj["progress"], dist=dist, init=init, genetic_map=genetic_map)
     finally:
         ddp.stop(dist)
     if dist.is_main:
@@ -176,7 +179,8 @@ def _checked_config(build) -> RunConfig:
 @click.option("--phaser", type=click.Choice(["auto", *PHASERS, "none"]), default="auto", show_default=True,
               help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH; none: refuse unphased input).")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Genetic map for the phaser, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format [default: 1 cM per Mb].")
+              help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format, for the phaser and the match "
+                   "backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
 @click.pass_context

@@ -253,7 +253,9 @@ def impute(
     Target alleles are harmonised to the panel's (swaps, strand flips; see
     genimpute.harmonise; `audit` gets a TSV of every site's decision); an
     unphased target is phased first with `phaser` (None: refuse), using
-    `genetic_map` if given (default 1 cM per Mb); missing
+    `genetic_map` if given (default 1 cM per Mb); the match backbone's
+    copying model reads the map too, else the cM the model directory's panel
+    was trained with (train --map), else 1 cM per Mb; missing
     calls at typed records are imputed too; target samples found in the
     panel do not see their own haplotypes as context.
 
@@ -274,6 +276,10 @@ def impute(
     loaded = load_model_dir(model_dir, ReferencePanel.from_vcf(ref) if ref is not None else None)
     model = loaded.model.to(device)
     panel, wcfg = loaded.panel, loaded.config.window
+    if genetic_map is not None:
+        panel = panel.with_genetic_map(genetic_map)
+    elif ref is not None and loaded.provenance.get("genetic_map"):
+        log.warning("the model was trained with a genetic map and none was given (--map): taking 1 cM per Mb")
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
     exclude = _context_exclusions(panel, aln, target)  # by name or genotype: phase plays no part

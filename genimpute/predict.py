@@ -17,6 +17,12 @@ from genimpute.windows import Window, assemble_rows, block_site_weights, nearest
 CUDA_QUERIES_PER_PASS = 256
 
 
+def window_centimorgans(genetic: np.ndarray) -> torch.Tensor:
+    """(M,) float32 cM of a window's columns from the first: differences
+    stay exact in float32 far along a chromosome."""
+    return torch.from_numpy((genetic - genetic[0]).astype(np.float32))
+
+
 def queries_per_pass(device: torch.device, model: torch.nn.Module) -> int:
     return CUDA_QUERIES_PER_PASS if device.type == "cuda" else model.queries_per_cpu_pass
 
@@ -37,6 +43,7 @@ def window_probabilities(
     window: Window,
     window_haps: np.ndarray,
     query_typed: np.ndarray,
+    genetic: np.ndarray,
     wcfg: WindowConfig,
     device: torch.device,
     exclude: np.ndarray | None = None,
@@ -45,6 +52,7 @@ def window_probabilities(
 
     window_haps: (M, H) panel alleles at the window's columns
     query_typed: (Q, t) query alleles at the window's typed columns, negative for missing calls
+    genetic:     (M,) cM of the window's columns (ReferencePanel.centimorgans)
     wcfg:        the context size k and nearest-haplotype distance of nearest-context backbones
     exclude:     (Q, H) bool, panel haplotypes a query may not have as context
     """
@@ -73,13 +81,14 @@ def window_probabilities(
                 out[:, members[part[:n_real]]] = torch.sigmoid(log_odds[:n_real].float()).T.cpu().numpy()
         return out
     typed_haps = window_haps[window.typed].T  # (H, t)
+    centimorgans = window_centimorgans(genetic).to(device)
     k = min(wcfg.context, typed_haps.shape[0] - (0 if exclude is None else int(exclude.sum(axis=1).max())))
     weights = block_site_weights(window.typed, wcfg.near_sites, wcfg.near_weight)
     for part, n_real in _passes(len(queries), per_pass):
         context = nearest_haplotypes(query_typed[part], typed_haps, k, None if exclude is None else exclude[part],
                                      weights)
         tokens = torch.from_numpy(assemble_rows(window_haps, queries[part], context, window.typed)).to(device)
-        logits = model.query_logits(tokens, typed)[:n_real]  # (B, U)
+        logits = model.query_logits(tokens, typed, centimorgans)[:n_real]  # (B, U)
         out[:, part[:n_real]] = torch.sigmoid(logits.float()).T.cpu().numpy()
     return out
 
@@ -91,4 +100,5 @@ def target_window_probabilities(model, window: Window, panel, aln, wcfg: WindowC
     panel: genimpute.panel.ReferencePanel; aln: its genimpute.panel.Alignment."""
     haps = panel.haplotypes(window.columns)
     query_typed = aln.alleles_at(window.columns[window.typed]).T
-    return window_probabilities(model, window, haps, query_typed, wcfg, device, exclude)
+    return window_probabilities(model, window, haps, query_typed, panel.centimorgans[window.columns], wcfg, device,
+                                exclude)

@@ -41,7 +41,7 @@ from genimpute.io.array_list import read_array_list
 from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import allele_classes, groups_of
 from genimpute.panel import ReferencePanel, array_typed_mask
-from genimpute.predict import window_probabilities
+from genimpute.predict import window_centimorgans, window_probabilities
 from genimpute.windows import (
     Window,
     assemble_rows,
@@ -59,7 +59,7 @@ class _Tensors:
     """A batch's tensors: moved together, and sliced together to a share of
     the rows that are predicted (for one process of a distributed run)."""
 
-    _whole = ("typed", "weights")  # fields shared by every row, never sliced
+    _whole = ("typed", "genetic", "weights")  # fields shared by every row, never sliced
 
     def to(self, device: torch.device):
         return type(self)(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
@@ -75,6 +75,7 @@ class Batch(_Tensors):
 
     tokens: torch.Tensor  # (B, R, M) long, model input
     typed: torch.Tensor  # (M,) bool
+    genetic: torch.Tensor  # (M,) float, cM of the columns (predict.window_centimorgans)
     alleles: torch.Tensor  # (B, R, M) float, true alleles
     query_cells: torch.Tensor  # (B, R, M) bool, the query's untyped cells
     masked_cells: torch.Tensor  # (B, R, M) bool, hidden context cells
@@ -86,7 +87,7 @@ class Batch(_Tensors):
     def loss_sums(self, net: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         """(weighted query cross-entropy, context reconstruction) summed over
         their cells; sums, so that shares of a batch on several processes add up."""
-        bce = F.binary_cross_entropy_with_logits(net(self.tokens, self.typed), self.alleles, reduction="none")
+        bce = F.binary_cross_entropy_with_logits(net(self.tokens, self.typed, self.genetic), self.alleles, reduction="none")
         return (bce * self.weights)[self.query_cells].sum(), bce[self.masked_cells].sum()
 
 
@@ -197,6 +198,7 @@ class TrainingSet:
         return Batch(
             tokens=torch.from_numpy(tokens),
             typed=torch.from_numpy(window.typed),
+            genetic=window_centimorgans(self.panel.centimorgans[window.columns]),
             alleles=torch.from_numpy(alleles.astype(np.float32)),
             query_cells=torch.from_numpy(query_cells),
             masked_cells=torch.from_numpy(masked),
@@ -284,17 +286,18 @@ class Validator:
             exclude = np.broadcast_to(ts.is_val, (len(queries), len(ts.is_val)))
             window = ts.random_window(rng, cfg.window.untyped, cfg.window.typed)
             haps = ts.panel.haplotypes(window.columns)  # (M, H)
-            self.cases.append((window, haps, haps[window.typed][:, queries].T, haps[~window.typed][:, queries], exclude))
+            self.cases.append((window, haps, haps[window.typed][:, queries].T, ts.panel.centimorgans[window.columns],
+                               haps[~window.typed][:, queries], exclude))
 
     @torch.no_grad()
     def r2(self, model: torch.nn.Module, device: torch.device) -> float:
         if not self.cases:
             return float("nan")
         model.eval()
-        probs = [window_probabilities(model, window, haps, query_typed, self.window_config, device, exclude)
-                 for window, haps, query_typed, _, exclude in self.cases]
+        probs = [window_probabilities(model, window, haps, query_typed, genetic, self.window_config, device, exclude)
+                 for window, haps, query_typed, genetic, _, exclude in self.cases]
         model.train()
-        return pooled_r2(np.concatenate(probs, axis=None), np.concatenate([c[3] for c in self.cases], axis=None))
+        return pooled_r2(np.concatenate(probs, axis=None), np.concatenate([c[4] for c in self.cases], axis=None))
 
 
 class _StopRequest:
@@ -321,11 +324,13 @@ def _array_per_panel(refs: list, arrays: list) -> list:
     return arrays * len(refs) if len(arrays) == 1 else arrays
 
 
-def _training_panels(refs: list, arrays: list) -> list[tuple[ReferencePanel, np.ndarray]]:
-    """Each panel with its typed mask."""
+def _training_panels(refs: list, arrays: list, genetic_map: str | Path | None) -> list[tuple[ReferencePanel, np.ndarray]]:
+    """Each panel, with the map's genetic positions if given, and its typed mask."""
     panels = []
     for ref, array in zip(refs, arrays):
         panel = ReferencePanel.from_vcf(ref)
+        if genetic_map is not None:
+            panel = panel.with_genetic_map(genetic_map)
         typed_mask = array_typed_mask(panel, read_array_list(array))
         log.info("panel %s: %d samples, %d records, %d typed by %s", ref, len(panel.samples), len(panel),
                  typed_mask.sum(), array)
@@ -349,6 +354,7 @@ def train(
     progress: bool = True,
     dist: Distributed = SINGLE,
     init: str | Path | None = None,
+    genetic_map: str | Path | None = None,
 ) -> dict:
     """Train a backbone and write a model directory to `out`. Returns the
     provenance record (steps, elapsed time, final validation r2).
@@ -358,6 +364,8 @@ def train(
     its own and imputes with `impute --ref`.
     `init`: a model directory whose weights (and so backbone and model size)
     the run starts from, e.g. the pretrained model, instead of random ones.
+    `genetic_map`: a PLINK or shapeit4 map covering the panels' contigs
+    (default 1 cM per Mb); a model with a panel of its own keeps its cM.
     Under torchrun, `dist` shares each batch among the processes (see
     genimpute.distributed); only its main process writes."""
     out = Path(out)
@@ -371,7 +379,7 @@ def train(
         raise InputError(f"--maf-weight: expected a nearest-context backbone (match, msa, npssm); found {config.model.name}")
     refs, arrays = ([p] if isinstance(p, (str, Path)) else list(p) for p in (ref, array))
     arrays = _array_per_panel(refs, arrays)
-    panels = _training_panels(refs, arrays)
+    panels = _training_panels(refs, arrays, genetic_map)
     fingerprint = _fingerprint(panels)
     checkpoint_path = out / modeldir.CHECKPOINT
     state = None
@@ -482,6 +490,7 @@ def train(
                     "validation_samples": [ts.panel.samples[h // 2] for h in ts.val_haps[::2]]}
                    for r, a, ts in zip(refs, arrays, sets)],
         "panel_fingerprint": fingerprint,
+        "genetic_map": None if genetic_map is None else str(genetic_map),
         "initialised_from": initialised_from,
         "parameters": n_params,
         "processes": dist.world,

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 from cli_helpers import TINY, run
-from paths import DATA
+from paths import ARRAY, DATA, PANEL
 
 from genimpute.modeldir import load_model_dir
+from genimpute.panel import ReferencePanel
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +213,31 @@ def test_impute_passes_its_genetic_map_to_the_phaser(tmp_path, trained, data):
     chr20.write_text("20\t.\t0.0\t9000000\n20\t.\t0.5\t9500000\n")
     run(["-q", "impute", str(unphased), "--model", str(trained), "--map", str(chr20), "--out", str(tmp_path / "p.vcf.gz")])
     assert (tmp_path / "p.vcf.gz").exists()
+
+
+def _dosages(path):
+    return np.concatenate([v.format("DS")[:, 0] for v in cyvcf2.VCF(str(path))])
+
+
+def test_train_keeps_its_genetic_map_and_impute_reads_one(tmp_path, data):
+    """train --map: the model's panel holds the map's cM and its provenance
+    names the map; impute uses them, or the map it is given: with no
+    recombination anywhere (a flat map) the copying model's dosages change."""
+    hotspot = tmp_path / "chr20.map"
+    hotspot.write_text("20\t.\t0.0\t9000000\n20\t.\t0.01\t9050000\n20\t.\t2.0\t9060000\n20\t.\t2.01\t9200000\n")
+    run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--map", str(hotspot), "--out", str(tmp_path / "m"),
+         *TINY])
+    loaded = load_model_dir(tmp_path / "m")
+    assert loaded.provenance["genetic_map"] == str(hotspot)
+    np.testing.assert_array_equal(loaded.panel.centimorgans,
+                                  ReferencePanel.from_vcf(PANEL).with_genetic_map(hotspot).centimorgans)
+    target = str(data / "targets.omni2.5.vcf.gz")
+    run(["-q", "impute", target, "--model", str(tmp_path / "m"), "--out", str(tmp_path / "own.vcf.gz")])
+    flat = tmp_path / "flat.map"
+    flat.write_text("20\t.\t5.0\t9000000\n20\t.\t5.0\t9200000\n")
+    run(["-q", "impute", target, "--model", str(tmp_path / "m"), "--map", str(flat), "--out", str(tmp_path / "flat.vcf.gz")])
+    own, without_recombination = _dosages(tmp_path / "own.vcf.gz"), _dosages(tmp_path / "flat.vcf.gz")
+    assert np.abs(own - without_recombination).max() > 0.05
 
 
 def test_missing_model_directory(tmp_path, data):

@@ -18,6 +18,11 @@ def _tokens(b=3, k=6, m=40, seed=0):
     return tokens, typed
 
 
+def _cm(typed):
+    """(M,) cM of a toy window's columns: 0.01 cM apart."""
+    return torch.arange(len(typed), dtype=torch.float32) * 0.01
+
+
 def _model(rows_per_gap=32):
     torch.manual_seed(0)
     return build_model(ModelConfig(name="match", dim=16, layers=2, heads=2, rows_per_gap=rows_per_gap)).eval()
@@ -51,8 +56,10 @@ def test_query_prediction_ignores_the_order_of_context_rows():
     model = _model()
     tokens, typed = _tokens()
     perm = torch.tensor([0, 4, 2, 6, 1, 3, 5])
+    cm = _cm(typed)
     with torch.no_grad():
-        torch.testing.assert_close(model.query_logits(tokens[:, perm], typed), model.query_logits(tokens, typed))
+        torch.testing.assert_close(model.query_logits(tokens[:, perm], typed, cm), model.query_logits(tokens, typed, cm),
+                                   atol=1e-4, rtol=1e-4)  # sums over rows in another order round differently
 
 
 def test_each_gaps_candidates_are_the_rows_that_match_best_near_it():
@@ -77,10 +84,12 @@ def test_each_gaps_candidates_are_the_rows_that_match_best_near_it():
             assert sorted(rows[i, :, gap].tolist()) == sorted(order[:5])
 
 
-def test_rows_that_are_not_candidates_do_not_vote():
+def test_rows_that_are_not_candidates_do_not_vote_in_the_heads():
     """Rows 1-3 copy the query around the untyped column; the others
     disagree with it at every typed site. With 3 rows per gap, what the
-    others carry at the untyped column changes nothing; with every row, it does."""
+    others carry at the untyped column changes nothing in the heads' vote;
+    with every row, it does. (The copying model weighs every row, so its
+    share of the output is set to 0 here.)"""
     typed = torch.ones(41, dtype=torch.bool)
     typed[20] = False
     tokens = torch.randint(0, 2, (1, 9, 41), generator=torch.Generator().manual_seed(2)).to(torch.int8)
@@ -91,8 +100,98 @@ def test_rows_that_are_not_candidates_do_not_vote():
     changed[:, 4:, 20] = 1 - changed[:, 4:, 20]
     with torch.no_grad():
         pruned, everyone = _model(rows_per_gap=3), _model(rows_per_gap=0)
-        torch.testing.assert_close(pruned.query_logits(changed, typed), pruned.query_logits(tokens, typed))
-        assert (everyone.query_logits(changed, typed) - everyone.query_logits(tokens, typed)).abs().max() > 1e-4
+        for model in (pruned, everyone):
+            model.copying_mix.zero_()
+        cm = _cm(typed)
+        torch.testing.assert_close(pruned.query_logits(changed, typed, cm), pruned.query_logits(tokens, typed, cm))
+        assert (everyone.query_logits(changed, typed, cm) - everyone.query_logits(tokens, typed, cm)).abs().max() > 1e-4
+
+
+def _mosaic(t=40, k=6, switch_at=20, seed=3):
+    """A query (1, t) that copies context row 0 on typed sites [0, switch_at)
+    and row 1 from there on; rows 2.. random. Context (1, k, t)."""
+    g = torch.Generator().manual_seed(seed)
+    context = torch.randint(0, 2, (1, k, t), generator=g).to(torch.int8)
+    query = torch.cat([context[:, 0, :switch_at], context[:, 1, switch_at:]], -1)
+    return query, context
+
+
+def _posteriors(model, query, context, genetic):
+    """The copying posteriors (t, B, k) at every typed site."""
+    return model._copying_posteriors(context != query[:, None], genetic, torch.arange(query.shape[1]))
+
+
+def test_copying_posteriors_follow_the_row_the_query_copies():
+    model = _model()
+    query, context = _mosaic()
+    with torch.no_grad():
+        posterior = _posteriors(model, query, context, torch.arange(40.0) * 0.01)  # (t, B, k)
+    torch.testing.assert_close(posterior.sum(-1), torch.ones(40, 1))
+    assert (posterior[2:17, 0, 0] > 0.9).all() and (posterior[23:38, 0, 1] > 0.9).all()
+
+
+def test_copying_posteriors_are_the_textbook_forward_backward():
+    """Against forward-backward written out with the full transition matrix,
+    in float64, on a random problem with a missing call and uneven distances."""
+    model = _model()
+    g = torch.Generator().manual_seed(5)
+    b, k, t = 2, 5, 12
+    context = torch.randint(0, 2, (b, k, t), generator=g)
+    query = torch.randint(0, 2, (b, t), generator=g)
+    observed = torch.ones(b, t, dtype=torch.bool)
+    observed[0, 4] = False
+    genetic = torch.cumsum(torch.rand(t, generator=g) * 0.3, 0)
+    sites = torch.tensor([0, 3, 4, 11])
+    with torch.no_grad():
+        got = model._copying_posteriors((context != query[:, None]) & observed[:, None], genetic, sites)
+        error = torch.sigmoid(model.copy_error).double()
+        switch = 1 - torch.exp(-model.switch_rate.exp().double() * torch.diff(genetic).double())
+    emit = torch.where(context == query[:, None], 1 - error, error).double()
+    emit = torch.where(observed[:, None], emit, torch.ones(()).double())  # (b, k, t)
+    for q in range(b):
+        alpha, beta = torch.zeros(t, k, dtype=torch.float64), torch.ones(t, k, dtype=torch.float64)
+        alpha[0] = emit[q, :, 0] / k
+        for i in range(1, t):
+            move = (1 - switch[i - 1]) * torch.eye(k, dtype=torch.float64) + switch[i - 1] / k
+            alpha[i] = emit[q, :, i] * (alpha[i - 1] @ move)
+        for i in range(t - 2, -1, -1):
+            move = (1 - switch[i]) * torch.eye(k, dtype=torch.float64) + switch[i] / k
+            beta[i] = move @ (emit[q, :, i + 1] * beta[i + 1])
+        expected = alpha * beta
+        expected /= expected.sum(1, keepdim=True)
+        torch.testing.assert_close(got[:, q].double(), expected[sites], atol=1e-5, rtol=1e-4)
+
+
+def test_copying_never_switches_rows_without_genetic_distance():
+    """At 0 cM between every pair of sites the query copies one row the
+    whole window, so every site has the same posterior; with distance it
+    follows the mosaic."""
+    model = _model()
+    query, context = _mosaic()
+    with torch.no_grad():
+        flat = _posteriors(model, query, context, torch.zeros(40))
+        spread = _posteriors(model, query, context, torch.arange(40.0) * 0.01)
+    torch.testing.assert_close(flat, flat[:1].expand_as(flat))
+    assert (spread[0] - spread[-1]).abs().max() > 0.5
+
+
+def test_an_untyped_column_copies_the_row_of_its_side():
+    """Untyped columns inside each half of a mosaic take the allele of the
+    row the query copies there, where the heads' vote is left out."""
+    model = _model()
+    query, context = _mosaic(t=41)
+    typed = torch.ones(41, dtype=torch.bool)
+    typed[[8, 32]] = False
+    context[0, 0, 8], context[0, 1, 8], context[0, 0, 32], context[0, 1, 32] = 1, 0, 0, 1
+    context[0, 2:, [8, 32]] = 0
+    tokens = torch.cat([query[:, None], context], 1)
+    tokens[:, 0, ~typed] = MASKED
+    with torch.no_grad():
+        model.copying_mix.fill_(1.0)
+        model.mix.zero_()
+        model.bias.zero_()
+        p = torch.sigmoid(model.query_logits(tokens, typed, _cm(typed)))[0]
+    assert p[0] > 0.9 and p[1] > 0.9  # column 8: row 0 carries ALT; column 32: row 1 does
 
 
 def test_context_rows_that_agree_with_the_query_decide_after_training():
@@ -117,13 +216,14 @@ def test_context_rows_that_agree_with_the_query_decide_after_training():
 
     for _ in range(300):
         tokens, truth = batch(32)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(model.query_logits(tokens, typed)[:, 0], truth)
+        logits = model.query_logits(tokens, typed, _cm(typed))[:, 0]
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, truth)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     tokens, truth = batch(500)
     with torch.no_grad():
-        accuracy = ((model.query_logits(tokens, typed)[:, 0] > 0).float() == truth).float().mean()
+        accuracy = ((model.query_logits(tokens, typed, _cm(typed))[:, 0] > 0).float() == truth).float().mean()
     assert accuracy > 0.9  # a vote of all rows would be right half the time
 
 

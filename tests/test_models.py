@@ -22,6 +22,11 @@ def _tokens(b=3, r=5, m=40, seed=0):
     return tokens, typed
 
 
+def _cm(typed):
+    """(M,) cM of a toy window's columns: 0.01 cM apart."""
+    return torch.arange(len(typed), dtype=torch.float32) * 0.01
+
+
 def test_registry_has_the_four_backbones():
     assert sorted(REGISTRY) == ["match", "msa", "npssm", "spin"]
     assert NEAREST == ["match", "msa", "npssm"]
@@ -31,7 +36,7 @@ def test_registry_has_the_four_backbones():
 def test_forward_backward_shapes(name):
     model = build_model(ModelConfig(name=name, dim=16, layers=2, heads=2))
     tokens, typed = _tokens()
-    logits = model(tokens, typed)
+    logits = model(tokens, typed, _cm(typed))
     assert logits.shape == tokens.shape
     logits[:, 0, ~typed].sum().backward()
     grads = [p.grad for p in model.parameters() if p.requires_grad]
@@ -47,8 +52,8 @@ def test_query_logits_are_the_full_passs_query_cells(name, layers):
     model = build_model(ModelConfig(name=name, dim=16, layers=layers, heads=2)).eval()
     tokens, typed = _tokens(b=4, r=7, m=50)
     with torch.no_grad():
-        full = model(tokens, typed)[:, 0][:, ~typed]
-        torch.testing.assert_close(model.query_logits(tokens, typed), full, atol=1e-5, rtol=1e-5)
+        full = model(tokens, typed, _cm(typed))[:, 0][:, ~typed]
+        torch.testing.assert_close(model.query_logits(tokens, typed, _cm(typed)), full, atol=1e-5, rtol=1e-5)
 
 
 def test_unknown_model_lists_valid_names():
@@ -117,7 +122,7 @@ def test_checkpoint_reloads_into_an_identical_model(name, neighbours, tmp_path):
             outputs = [m.query_log_odds(m.encode(tokens[0, 1:], typed), tokens[:, 0], typed, nearest)
                        for m in (model, again)]
         else:
-            outputs = [m.query_logits(tokens, typed) for m in (model, again)]
+            outputs = [m.query_logits(tokens, typed, _cm(typed)) for m in (model, again)]
     torch.testing.assert_close(outputs[0], outputs[1], atol=0, rtol=0)
 
 
@@ -208,15 +213,17 @@ def _spin_imputation(neighbours: int, n_queries: int, n_panel: int, m: int):
 def test_spin_imputes_from_a_panel_smaller_than_its_neighbours():
     """A panel of 6 haplotypes, a model that reads 8: each query reads all 6."""
     model, window, panel, queries = _spin_imputation(neighbours=8, n_queries=3, n_panel=6, m=30)
-    p = window_probabilities(model, window, panel, queries, WindowConfig(), torch.device("cpu"))
+    cm = _cm(window.typed).numpy()
+    p = window_probabilities(model, window, panel, queries, cm, WindowConfig(), torch.device("cpu"))
     assert p.shape == (int((~window.typed).sum()), 3) and np.isfinite(p).all()
 
 
 def test_spin_imputes_a_query_the_same_whoever_else_is_imputed():
     """Passes hold a fixed number of queries, so a query's P(alt) is byte-identical alone or among others."""
     model, window, panel, queries = _spin_imputation(neighbours=3, n_queries=10, n_panel=20, m=40)
-    every = window_probabilities(model, window, panel, queries, WindowConfig(), torch.device("cpu"))
-    some = window_probabilities(model, window, panel, queries[[2, 7]], 24, torch.device("cpu"))
+    cm = _cm(window.typed).numpy()
+    every = window_probabilities(model, window, panel, queries, cm, WindowConfig(), torch.device("cpu"))
+    some = window_probabilities(model, window, panel, queries[[2, 7]], cm, 24, torch.device("cpu"))
     np.testing.assert_array_equal(every[:, [2, 7]], some)
 
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 
-from genimpute.errors import CheckpointError, PanelMismatchError
+from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target, array_typed_mask
 
-ARRAY_FIELDS = ("contig_index", "positions", "packed", "alt_freq")
+ARRAY_FIELDS = ("contig_index", "positions", "packed", "alt_freq", "centimorgans")
 LIST_FIELDS = ("samples", "contig_names", "ids", "refs", "alts")
 
 
@@ -360,3 +360,37 @@ def test_align_target_duplicate_records(panel, tmp_path):
     # the first copy is evidence; the second is passed through, as written
     assert aln.unmatched_rows.tolist() == [1] and aln.target_rows[0] == 0
     assert [d.decision for d in aln.decisions[:2]] == ["match", "duplicate"]
+
+
+def test_genetic_positions_are_1_cm_per_mb_without_a_map(panel):
+    np.testing.assert_allclose(panel.centimorgans, panel.positions * 1e-6)
+
+
+def test_a_genetic_map_places_records_linearly_and_1_cm_per_mb_beyond_it(panel, tmp_path):
+    first, last = int(panel.positions[0]), int(panel.positions[-1])
+    middle = (first + last) // 2
+    path = tmp_path / "chr20.map"  # PLINK, contig named as the panel's (20) with a chr prefix
+    path.write_text(f"chr20\t.\t10.0\t{first + 1000}\nchr20\t.\t10.5\t{middle}\n")
+    cm = panel.with_genetic_map(path).centimorgans
+    inside = (panel.positions >= first + 1000) & (panel.positions <= middle)
+    expected = 10.0 + 0.5 * (panel.positions[inside] - (first + 1000)) / (middle - first - 1000)
+    np.testing.assert_allclose(cm[inside], expected)
+    before, after = panel.positions < first + 1000, panel.positions > middle
+    np.testing.assert_allclose(cm[before], 10.0 - (first + 1000 - panel.positions[before]) * 1e-6)
+    np.testing.assert_allclose(cm[after], 10.5 + (panel.positions[after] - middle) * 1e-6)
+    assert panel.centimorgans[0] == pytest.approx(first * 1e-6)  # the panel itself is left as it was
+
+
+def test_genetic_positions_survive_save_and_load(panel, tmp_path):
+    path = tmp_path / "chr20.map"
+    path.write_text(f"20\t.\t1.0\t{int(panel.positions[0])}\n20\t.\t3.0\t{int(panel.positions[-1])}\n")
+    mapped = panel.with_genetic_map(path)
+    mapped.save(tmp_path / "panel.npz")
+    np.testing.assert_array_equal(ReferencePanel.load(tmp_path / "panel.npz").centimorgans, mapped.centimorgans)
+
+
+def test_a_genetic_map_without_the_panels_contig_is_an_error(panel, tmp_path):
+    path = tmp_path / "chr21.map"
+    path.write_text("21\t.\t0.0\t9000000\n21\t.\t1.0\t10000000\n")
+    with pytest.raises(InputError, match="contig 20"):
+        panel.with_genetic_map(path)

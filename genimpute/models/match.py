@@ -19,15 +19,26 @@ weighting and nothing else:
 - An MLP turns the features into `heads` scores; a softmax over the
   candidates gives each head's weights, and each head's vote is the
   weighted share of candidates carrying the alt allele.
-- The log-odds of the heads' votes (smoothed by a learned epsilon) are
-  combined by learned weights into the query's alt log-odds.
+- Beside the heads, a Li and Stephens copying model over all k rows: a
+  forward-backward along the typed sites, its switch rate per cM (from the
+  genetic map) and its copying error learned, gives each row's posterior at
+  the typed sites either side of a gap; a column's vote is the rows' alt
+  alleles weighted by those posteriors, interpolated in cM. Unlike the
+  heads, it weighs a row by how long it keeps matching as a whole path,
+  which is what rare variants need: on held-out panel samples it took r2 at
+  MAF 0.005-0.05 from below Beagle 5.4's to above it (BENCHMARKS.md).
+- The log-odds of the heads' votes and of the copying vote (each smoothed by
+  a learned epsilon) are combined by learned weights into the query's alt
+  log-odds.
 
-Nothing here attends along variants or mixes rows, so the cost per query is
+The heads attend neither along variants nor across rows, so their cost per query is
 k x t to count mismatches and choose candidates, then candidates x gaps x
 the MLP: before candidates, at k=160 a query costs about a seventeenth of a
 MSA-Transformer pass at k=24 on a CPU, which is what lets it read 160
-haplotypes (BENCHMARKS.md). Context rows are not reconstructed: `forward` gives the
-query row's logits and zeros for the context rows.
+haplotypes (BENCHMARKS.md). The copying model adds k x (the typed sites
+within HORIZON of the pass's gaps) sequential steps per pass. Context rows
+are not reconstructed: `forward` gives the query row's logits and zeros for
+the context rows.
 """
 
 from __future__ import annotations
@@ -42,6 +53,8 @@ SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 # typed sites either side of a gap whose mismatches choose its candidate rows (ModelConfig.rows_per_gap);
 # held-out r2 by NEAR, the stop-18 model: 4 0.9763, 8 0.9767, 16 0.9766, 32 0.9755 (BENCHMARKS.md)
 NEAR = 8
+# typed sites either side of the gaps of a pass that the copying model's forward-backward runs over
+HORIZON = 128
 
 
 def _left_right_bounds(typed: torch.Tensor, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,25 +141,31 @@ class HaplotypeMatcher(nn.Module):
         for _ in range(config.layers - 1):
             hidden += [nn.Linear(config.dim, config.dim), nn.GELU()]
         self.score = nn.Sequential(nn.GELU(), *hidden, nn.Linear(config.dim, config.heads))
-        self.mix = nn.Parameter(torch.full((config.heads,), 1.0 / config.heads))
+        self.mix = nn.Parameter(torch.full((config.heads,), 0.25 / config.heads))
         self.bias = nn.Parameter(torch.zeros(()))
         self.smoothing = nn.Parameter(torch.tensor(-4.0))  # epsilon = sigmoid(-4) ~ 0.018 at the start
+        # the copying model (_copying_posteriors): switches per cM, log; copying error, logit. Starting values
+        # from held-out panel samples, where 3-10 switches per cM and errors 1e-4 to 1e-2 score alike
+        self.switch_rate = nn.Parameter(torch.tensor(5.0).log())
+        self.copy_error = nn.Parameter(torch.logit(torch.tensor(1e-3)))
+        self.copying_smoothing = nn.Parameter(torch.tensor(-7.0))
+        # its alt log-odds enter the output with this weight; the heads' with `mix`. Held-out r2 of the two
+        # averaged was highest at about 3:1, the starting point
+        self.copying_mix = nn.Parameter(torch.tensor(0.75))
 
-    def _weights(self, query: torch.Tensor, context: torch.Tensor, lo: torch.Tensor,
+    def _weights(self, mismatch: torch.Tensor, observed: torch.Tensor, lo: torch.Tensor,
                  hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(weights, rows) around G gaps: each head's weights (B, r, G, heads),
         a softmax over the r candidate rows of each gap, and those rows
         (B, r, G) as _candidates; rows is None when the candidates are all k rows.
 
-        query:   (B, t) tokens at the typed columns (MASKED: missing call)
-        context: (B, k, t) tokens at the typed columns
-        lo, hi:  (G,) evidence bounds of each gap, as _left_right_bounds
+        mismatch: (B, k, t) context rows against the query at the typed columns (False at missing calls)
+        observed: (B, t) the query's calls at the typed columns
+        lo, hi:   (G,) evidence bounds of each gap, as _left_right_bounds
         """
-        t = context.shape[-1]
+        t = mismatch.shape[-1]
         left, right = _ranges(lo, hi, t)
         ends = _range_ends(lo, hi, left, right)  # (G, 2 + 2 * len(SITES))
-        observed = query != MASKED  # (B, t)
-        mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
         # int16 (counts up to t, a window's typed sites): half of float32's bytes and a faster cumsum
         mis_sums = _prefix_sums(mismatch, torch.int16)  # (B, k, t+1)
         obs_sums = _prefix_sums(observed, torch.float32)  # (B, t+1)
@@ -178,32 +197,111 @@ class HaplotypeMatcher(nn.Module):
         key = (local * width + in_window) * k + torch.arange(k, device=local.device).view(1, k, 1)
         return key.topk(r, dim=1, largest=False, sorted=False).indices
 
-    def _log_odds(self, tokens: torch.Tensor, typed: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
-        """(B, C) query alt log-odds at `columns` (C,) of tokens (B, R, M).
-        Context cells are taken to be REF or ALT (a panel has no missing alleles)."""
+    def _copying_posteriors(self, mismatch: torch.Tensor, genetic: torch.Tensor, sites: torch.Tensor) -> torch.Tensor:
+        """(len(sites), B, k) P(the query copies context row j at typed site
+        i), for i in `sites` (ascending), in the Li and Stephens model: along
+        the typed sites the query copies one row at a time, switches to a row
+        drawn at random with probability 1 - exp(-rate x cM) between sites,
+        and shows the copied allele but for an error. Forward-backward,
+        normalised at every site.
+
+        mismatch: (B, k, t) rows against the query at the typed sites (False at missing calls: no evidence)
+        genetic:  (t,) the sites' cM
+        """
+        t, k = mismatch.shape[-1], mismatch.shape[1]
+        error = torch.sigmoid(self.copy_error)
+        switch = -torch.expm1(-self.switch_rate.exp() * (genetic[1:] - genetic[:-1]).clamp(min=0))  # (t-1,)
+        # with each state summing to 1, staying (1 - s) and jumping (s / k to every row) is, up to a factor,
+        # adding s / (k (1 - s)) to every row
+        jump = switch / (k * (1 - switch))
+        if torch.is_grad_enabled():
+            jumps = jump.unbind()
+        else:  # imputing: Python floats, no 0-d tensor per step
+            error, jumps = error.item(), jump.tolist()
+        emit = torch.where(mismatch.permute(2, 0, 1).contiguous(), error, 1 - error)  # (t, B, k)
+        wanted = sites.tolist()
+        # forward: copying paths up to site i, its emission in; up to the last wanted site
+        forward = {0: emit[0] / emit[0].sum(-1, keepdim=True)}
+        for i in range(1, wanted[-1] + 1):
+            x = emit[i] * (forward[i - 1] + jumps[i - 1])
+            forward[i] = x / x.sum(-1, keepdim=True)
+        # backward, the same from the other end: paths from site i on, its emission in; down to the first
+        # wanted site's next
+        backward = {t - 1: emit[t - 1] / emit[t - 1].sum(-1, keepdim=True)}
+        for i in range(t - 2, wanted[0], -1):
+            x = emit[i] * (backward[i + 1] + jumps[i])
+            backward[i] = x / x.sum(-1, keepdim=True)
+        # at site i: the paths to it, times those after it (the next site's backward state plus the jump)
+        posterior = torch.stack([forward[i] * (backward[i + 1] + jumps[i]) if i < t - 1 else forward[i]
+                                 for i in wanted])
+        return posterior / posterior.sum(-1, keepdim=True)
+
+    def _copying_votes(self, mismatch: torch.Tensor, alt: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
+                       which: torch.Tensor, genetic: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+        """(votes (B, 2, C), (left, right) (G,)): each column's share of alt
+        alleles among all k rows, weighted by the rows' copying posteriors at
+        the typed site left and right of its gap (a typed column: its own
+        site, twice). The forward-backward runs over the typed sites within
+        HORIZON of the gaps' (the copying model forgets sooner).
+
+        mismatch: (B, k, t); alt: (B, k, C) the rows' alleles at the columns, 1 where ALT;
+        lo, hi: (G,) as _left_right_bounds; which: (C,) each column's gap, ascending;
+        genetic: (t,) cM of the typed sites
+        """
+        t = mismatch.shape[-1]
+        left = torch.where(hi > lo, lo, lo - 1).clamp(0, t - 1)
+        right = lo.clamp(max=t - 1)
+        sites, where = torch.unique(torch.stack([left, right], 1).flatten(), return_inverse=True)
+        first, last = max(0, int(sites[0]) - HORIZON), min(t, int(sites[-1]) + 1 + HORIZON)
+        posterior = self._copying_posteriors(mismatch[..., first:last], genetic[first:last], sites - first)
+        posterior = posterior[where].permute(1, 0, 2)  # (B, 2G, k): each gap's left, then right site
+        # a gap's columns are one run of the (ascending) columns: one (2, k) x (k, run) product per gap
+        runs = torch.split(alt, torch.bincount(which, minlength=len(lo)).tolist(), dim=2)
+        votes = [torch.bmm(posterior[:, 2 * g: 2 * g + 2], run) for g, run in enumerate(runs)]
+        return torch.cat(votes, -1), (left, right)
+
+    def _log_odds(self, tokens: torch.Tensor, typed: torch.Tensor, columns: torch.Tensor,
+                  genetic: torch.Tensor) -> torch.Tensor:
+        """(B, C) query alt log-odds at `columns` (C,) of tokens (B, R, M),
+        genetic (M,) the columns' cM. Context cells are taken to be REF or
+        ALT (a panel has no missing alleles)."""
         lo, hi = _left_right_bounds(typed, columns)
         width = typed.numel() + 1
         gaps, which = torch.unique(lo * width + hi, return_inverse=True)  # the columns' distinct evidence
-        at_typed = _take_columns(tokens, torch.nonzero(typed).squeeze(1))
-        weights, rows = self._weights(at_typed[:, 0], at_typed[:, 1:], gaps // width, gaps % width)
-        # each column's vote over its own gap's candidates: their alleles (B, r, C), 1 where ALT (with REF,
-        # ALT, MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times the gap's weights, as a
-        # batch of (heads, r) x (r, 1) products over (B, C)
-        token_rows = torch.arange(1, tokens.shape[1], device=tokens.device).view(1, -1, 1) if rows is None \
-            else 1 + rows.index_select(2, which)
-        alt = _take_rows(tokens, token_rows, columns).bitwise_and_(ALT)
+        gap_lo, gap_hi = gaps // width, gaps % width
+        typed_columns = torch.nonzero(typed).squeeze(1)
+        at_typed = _take_columns(tokens, typed_columns)
+        query, context = at_typed[:, 0], at_typed[:, 1:]
+        observed = query != MASKED  # (B, t)
+        mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
+        weights, rows = self._weights(mismatch, observed, gap_lo, gap_hi)
+        # the heads vote over each gap's candidates: their alleles (B, r, C), 1 where ALT (with REF, ALT,
+        # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times the gap's weights, as a batch
+        # of (heads, r) x (r, 1) products over (B, C)
+        every_alt = _take_columns(tokens[:, 1:], columns).bitwise_and_(ALT).to(torch.float32)  # (B, k, C)
+        alt = every_alt if rows is None else \
+            _take_rows(tokens, 1 + rows.index_select(2, which), columns).bitwise_and_(ALT).to(torch.float32)
         weights = weights.permute(0, 2, 3, 1).index_select(1, which)  # (B, C, heads, r)
-        vote = torch.matmul(weights, alt.to(weights.dtype).transpose(1, 2)[..., None]).squeeze(-1)  # (B, C, heads)
+        vote = torch.matmul(weights, alt.transpose(1, 2)[..., None]).squeeze(-1)  # (B, C, heads)
         eps = torch.sigmoid(self.smoothing)
         vote = (vote + eps) / (1 + 2 * eps)
-        return (torch.log(vote) - torch.log1p(-vote)) @ self.mix + self.bias
+        # the copying model votes over every row, interpolated in cM between the typed sites either side
+        votes, (left, right) = self._copying_votes(mismatch, every_alt, gap_lo, gap_hi, which, genetic[typed_columns])
+        from_left, from_right = votes.unbind(1)
+        at_left, at_right = genetic[typed_columns[left[which]]], genetic[typed_columns[right[which]]]
+        span = at_right - at_left
+        share = torch.where(span > 0, (genetic[columns] - at_left) / torch.where(span > 0, span, 1), 0.5).clamp(0, 1)
+        eps = torch.sigmoid(self.copying_smoothing)
+        copied = ((1 - share) * from_left + share * from_right + eps) / (1 + 2 * eps)
+        return (torch.log(vote) - torch.log1p(-vote)) @ self.mix + self.bias \
+            + self.copying_mix * (torch.log(copied) - torch.log1p(-copied))
 
-    def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M), typed (M,) bool -> logits (B, R, M): the query row's; 0 for context rows
+    def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor) -> torch.Tensor:
+        # tokens (B, R, M), typed (M,) bool, genetic (M,) cM -> logits (B, R, M): the query row's; 0 for context rows
         out = torch.zeros(tokens.shape, device=tokens.device)
-        out[:, 0] = self._log_odds(tokens, typed, torch.arange(tokens.shape[-1], device=tokens.device))
+        out[:, 0] = self._log_odds(tokens, typed, torch.arange(tokens.shape[-1], device=tokens.device), genetic)
         return out
 
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        """forward(tokens, typed)[:, 0][:, ~typed], for those columns alone."""
-        return self._log_odds(tokens, typed, torch.nonzero(~typed).squeeze(1))
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor) -> torch.Tensor:
+        """forward(tokens, typed, genetic)[:, 0][:, ~typed], for those columns alone."""
+        return self._log_odds(tokens, typed, torch.nonzero(~typed).squeeze(1), genetic)

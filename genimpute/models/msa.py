@@ -72,14 +72,14 @@ class MSATransformer(AxialBackbone):
     def __init__(self, config: ModelConfig):
         super().__init__(config, lambda: TiedRowAttention(config), lambda: ColumnAttention(config))
 
-    def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M)
+    def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
+        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic positions are not read
         x = self.embed(tokens, typed)
         for row_attn, col_attn, ffn in self.layers:
             x = ffn(col_attn(row_attn(x)))
         return self.head(x)
 
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
         """forward(tokens, typed)[:, 0][:, ~typed], computed for those cells
         alone in the last layer: its row attention for the untyped columns,
         its column attention, feed-forward and head for the query row. With

@@ -140,8 +140,8 @@ class NPSSM(AxialBackbone):
     def __init__(self, config: ModelConfig):
         super().__init__(config, lambda: BiMamba(config.dim, config.state), lambda: BiMamba(config.dim, config.state))
 
-    def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M)
+    def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
+        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic positions are not read
         x = self.embed(tokens, typed)
         b, r, m, d = x.shape
         for along_variants, along_haplotypes, ffn in self.layers:
@@ -150,7 +150,7 @@ class NPSSM(AxialBackbone):
             x = ffn(x)
         return self.head(x)
 
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
         """forward's query cells (B, U). Both scans of the last layer read the
         whole sequence in each direction, so nothing is left out."""
         return self.forward(tokens, typed)[:, 0][:, ~typed]
