@@ -21,6 +21,7 @@ steps=${1:-}
 out=${2:-$root/benchmarks/out/chr20}
 data=$shared/chr20_1kgp1
 panel=$data/panel.vcf.gz
+map=$shared/maps/plink.chr20.GRCh37.map  # the genetic map, for genimpute and Beagle alike
 array=${ARRAY:-omni2.5}
 targets=$data/targets.$array.vcf.gz
 mkdir -p "$out"
@@ -35,11 +36,11 @@ timed() {  # timed NAME CMD... : run CMD, report wall seconds and peak RSS
 
 rm -rf model
 # shellcheck disable=SC2086  # TRAIN_FLAGS is a list of flags
-timed genimpute_train genimpute train --ref "$panel" --array "$shared/arrays/${array}_chr20_b37.txt" \
+timed genimpute_train genimpute train --ref "$panel" --array "$shared/arrays/${array}_chr20_b37.txt" --map "$map" \
   --out model ${steps:+--steps "$steps"} ${TRAIN_FLAGS:-}
 timed genimpute_impute genimpute impute "$targets" --model model --out genimpute.vcf.gz --force
 
-timed beagle beagle ref="$panel" gt="$targets" map="$shared/maps/plink.chr20.GRCh37.map" out=beagle nthreads=2
+timed beagle beagle ref="$panel" gt="$targets" map="$map" out=beagle nthreads=2
 tabix -f -p vcf beagle.vcf.gz
 
 minimac4 --compress-reference "$panel" > panel.msav 2> minimac4_compress.log

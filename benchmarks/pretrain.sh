@@ -7,7 +7,9 @@
 #     Omni2.5 chr20 sites, less chr20:8-12 Mb (b37), which holds the
 #     chr20_1kgp1 benchmark region (9-11 Mb) and a margin,
 # with --min-array-density 0.3, so that a step's array keeps 30-100% of its
-# sites, as sparser arrays (OmniExpress) do. No 1000 Genomes data and no
+# sites, as sparser arrays (OmniExpress) do, and the HapMap chr20 genetic map
+# (b37) for both panels' positions (the simulation's recombination is
+# uniform, so on it the map's hotspots are noise). No 1000 Genomes data and no
 # benchmark target is seen.
 #
 #   bash benchmarks/pretrain.sh [out dir]     (default benchmarks/out/pretrain)
@@ -34,4 +36,4 @@ resume=()
 genimpute train \
   --ref "$shared/sim_ooa_chr20_5Mb/panel.vcf.gz" --array "$shared/sim_ooa_chr20_5Mb/array.omni2.5-like.txt" \
   --ref "$hapmap" --array "$shared/arrays/omni2.5_chr20_b37.txt" \
-  --min-array-density 0.3 --steps "${STEPS:-3000}" --max-minutes "${MAX_MINUTES:-30}" --out model "${resume[@]}"
+  --map "$shared/maps/plink.chr20.GRCh37.map" --min-array-density 0.3 --steps "${STEPS:-3000}" --max-minutes "${MAX_MINUTES:-30}" --out model "${resume[@]}"

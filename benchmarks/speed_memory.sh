@@ -81,7 +81,7 @@ hapmap=$shared/hapmap_ceu_chr20
 # Beagle reads VCF, not BCF
 bcftools view "$hapmap/panel.b37.bcf" | to_vcf hapmap_panel.vcf.gz
 bcftools query -f '%CHROM\t%POS\t%REF\t%ALT\n' "$hapmap/targets.chip330k.phased.vcf.gz" > chip330k.txt
-[ -f hapmap_model/model.pt ] || genimpute -q train --ref hapmap_panel.vcf.gz --array chip330k.txt \
+[ -f hapmap_model/model.pt ] || genimpute -q train --ref hapmap_panel.vcf.gz --array chip330k.txt --map "$map" \
   --out hapmap_model --max-minutes "$train_minutes" "${train_flags[@]}" > hapmap_train.log 2>&1
 timed genimpute_hapmap genimpute -q impute "$hapmap/targets.chip330k.phased.vcf.gz" --model hapmap_model \
   --out genimpute_hapmap.vcf.gz --force
