@@ -162,6 +162,19 @@ def test_copying_posteriors_are_the_textbook_forward_backward():
         torch.testing.assert_close(got[:, q].double(), expected[sites], atol=1e-5, rtol=1e-4)
 
 
+def test_copying_across_a_wide_gap_forgets_the_row():
+    """Across tens of cM (a centromere) the posteriors stay finite, and the
+    row copied before the gap says nothing after it."""
+    model = _model()
+    query, context = _mosaic()
+    genetic = torch.arange(40.0) * 0.01
+    genetic[20:] += 60.0
+    with torch.no_grad():
+        posterior = _posteriors(model, query, context, genetic)
+    assert torch.isfinite(posterior).all()
+    assert posterior[19, 0, 0] > 0.9 and posterior[20, 0, 1] > 0.9
+
+
 def test_copying_never_switches_rows_without_genetic_distance():
     """At 0 cM between every pair of sites the query copies one row the
     whole window, so every site has the same posterior; with distance it

@@ -212,7 +212,9 @@ class HaplotypeMatcher(nn.Module):
         error = torch.sigmoid(self.copy_error)
         switch = -torch.expm1(-self.switch_rate.exp() * (genetic[1:] - genetic[:-1]).clamp(min=0))  # (t-1,)
         # with each state summing to 1, staying (1 - s) and jumping (s / k to every row) is, up to a factor,
-        # adding s / (k (1 - s)) to every row
+        # adding s / (k (1 - s)) to every row; s stops short of 1 (across a centromere, say), where that
+        # would be infinite: the state is then as good as uniform
+        switch = switch.clamp(max=1 - 1e-4)
         jump = switch / (k * (1 - switch))
         if torch.is_grad_enabled():
             jumps = jump.unbind()
