@@ -40,21 +40,22 @@ def main() -> None:
     typed = torch.zeros(columns, dtype=torch.bool)
     typed[torch.randperm(columns, generator=g)[: window.typed]] = True
     tokens[:, 0, ~typed] = MASKED
+    genetic = torch.arange(columns, dtype=torch.float32) * 0.001  # cM: 1 kb apart at 1 cM per Mb
 
     def report(label: str, fn, note: str = "") -> None:
         print(f"  {label:24s} {seconds_per_call(fn):.3f} s{note}")
 
-    full = model(tokens, typed)[:, 0][:, ~typed]
+    full = model(tokens, typed, genetic)[:, 0][:, ~typed]
     print(f"one pass: {tuple(tokens.shape)} cells, {torch.get_num_threads()} threads")
-    report("full forward", lambda: model(tokens, typed))
-    report("query_logits", lambda: model.query_logits(tokens, typed))
+    report("full forward", lambda: model(tokens, typed, genetic))
+    report("query_logits", lambda: model.query_logits(tokens, typed, genetic))
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        change = (model.query_logits(tokens, typed).float() - full).abs().max().item()
-        report("query_logits, bfloat16", lambda: model.query_logits(tokens, typed),
+        change = (model.query_logits(tokens, typed, genetic).float() - full).abs().max().item()
+        report("query_logits, bfloat16", lambda: model.query_logits(tokens, typed, genetic),
                f" (largest logit change {change:.3f})")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    report("query_logits, 1 thread", lambda: model.query_logits(tokens, typed))
+    report("query_logits, 1 thread", lambda: model.query_logits(tokens, typed, genetic))
     torch.set_num_threads(threads)
 
 if __name__ == "__main__":
