@@ -238,17 +238,16 @@ class HaplotypeMatcher(nn.Module):
                                  for i in wanted])
         return posterior / posterior.sum(-1, keepdim=True)
 
-    def _copying_votes(self, mismatch: torch.Tensor, alt: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-                       which: torch.Tensor, genetic: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+    def _copying_votes(self, mismatch: torch.Tensor, context: torch.Tensor, columns: torch.Tensor, lo: torch.Tensor,
+                       hi: torch.Tensor, which: torch.Tensor, genetic: torch.Tensor) -> tuple[torch.Tensor, tuple]:
         """(votes (B, 2, C), (left, right) (G,)): each column's share of alt
         alleles among all k rows, weighted by the rows' copying posteriors at
         the typed site left and right of its gap (a typed column: its own
         site, twice). The forward-backward runs over the typed sites within
         HORIZON of the gaps' (the copying model forgets sooner).
 
-        mismatch: (B, k, t); alt: (B, k, C) the rows' alleles at the columns, 1 where ALT;
-        lo, hi: (G,) as _left_right_bounds; which: (C,) each column's gap, ascending;
-        genetic: (t,) cM of the typed sites
+        mismatch: (B, k, t); context: (B, k, M) the rows' tokens (REF or ALT); columns: (C,) ascending;
+        lo, hi: (G,) as _left_right_bounds; which: (C,) each column's gap; genetic: (t,) cM of the typed sites
         """
         t = mismatch.shape[-1]
         left = torch.where(hi > lo, lo, lo - 1).clamp(0, t - 1)
@@ -256,10 +255,13 @@ class HaplotypeMatcher(nn.Module):
         sites, where = torch.unique(torch.stack([left, right], 1).flatten(), return_inverse=True)
         first, last = max(0, int(sites[0]) - HORIZON), min(t, int(sites[-1]) + 1 + HORIZON)
         posterior = self._copying_posteriors(mismatch[..., first:last], genetic[first:last], sites - first)
-        posterior = posterior[where].permute(1, 0, 2)  # (B, 2G, k): each gap's left, then right site
-        # a gap's columns are one run of the (ascending) columns: one (2, k) x (k, run) product per gap
-        runs = torch.split(alt, torch.bincount(which, minlength=len(lo)).tolist(), dim=2)
-        votes = [torch.bmm(posterior[:, 2 * g: 2 * g + 2], run) for g, run in enumerate(runs)]
+        posterior = posterior[where].transpose(0, 1).contiguous()  # (B, 2G, k): each gap's left, then right site
+        # a gap's columns are consecutive columns of the window (no typed column between them), so each gap
+        # is one (2, k) x (k, run) product over a slice of the context, read without a copy
+        counts = torch.bincount(which, minlength=len(lo))
+        firsts = columns[torch.cumsum(counts, 0) - counts].tolist()  # each gap's first column
+        votes = [torch.bmm(posterior[:, 2 * g: 2 * g + 2], context[..., a: a + n].to(posterior.dtype))
+                 for g, (a, n) in enumerate(zip(firsts, counts.tolist()))]
         return torch.cat(votes, -1), (left, right)
 
     def _log_odds(self, tokens: torch.Tensor, typed: torch.Tensor, columns: torch.Tensor,
@@ -280,15 +282,16 @@ class HaplotypeMatcher(nn.Module):
         # the heads vote over each gap's candidates: their alleles (B, r, C), 1 where ALT (with REF, ALT,
         # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times the gap's weights, as a batch
         # of (heads, r) x (r, 1) products over (B, C)
-        every_alt = _take_columns(tokens[:, 1:], columns).bitwise_and_(ALT).to(torch.float32)  # (B, k, C)
-        alt = every_alt if rows is None else \
-            _take_rows(tokens, 1 + rows.index_select(2, which), columns).bitwise_and_(ALT).to(torch.float32)
+        alt = _take_columns(tokens[:, 1:], columns) if rows is None else \
+            _take_rows(tokens, 1 + rows.index_select(2, which), columns)
+        alt = alt.bitwise_and_(ALT).to(torch.float32)
         weights = weights.permute(0, 2, 3, 1).index_select(1, which)  # (B, C, heads, r)
         vote = torch.matmul(weights, alt.transpose(1, 2)[..., None]).squeeze(-1)  # (B, C, heads)
         eps = torch.sigmoid(self.smoothing)
         vote = (vote + eps) / (1 + 2 * eps)
         # the copying model votes over every row, interpolated in cM between the typed sites either side
-        votes, (left, right) = self._copying_votes(mismatch, every_alt, gap_lo, gap_hi, which, genetic[typed_columns])
+        votes, (left, right) = self._copying_votes(mismatch, tokens[:, 1:], columns, gap_lo, gap_hi, which,
+                                                   genetic[typed_columns])
         from_left, from_right = votes.unbind(1)
         at_left, at_right = genetic[typed_columns[left[which]]], genetic[typed_columns[right[which]]]
         span = at_right - at_left
