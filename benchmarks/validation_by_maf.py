@@ -27,33 +27,50 @@ from genimpute.train import TrainingSet, pooled_r2
 from genimpute.windows import plan_windows
 
 
-def main(model_dir: str, array: str, k: str | None = None) -> None:
+def held_out_imputation(model_dir: str, array: str, k: int | None = None, stride: int = 4) -> dict:
+    """The model's held-out samples imputed from their typed sites over
+    every `stride`-th window: panel, held_out (TrainingSet), columns (V,),
+    dosage and true_dosage (V, samples), bins (V,) by MAF among the
+    training haplotypes, k, windows, seconds."""
     loaded = load_model_dir(model_dir)
     config, panel = loaded.config, loaded.panel
-    k = int(k) if k else config.window.context
+    k = k or config.window.context
     typed_mask = array_typed_mask(panel, read_array_list(array))
     held_out = TrainingSet(panel, typed_mask, config.train.val_fraction, config.train.seed)
     queries = held_out.val_haps
     exclude = np.broadcast_to(held_out.is_val, (len(queries), len(held_out.is_val)))
     windows = plan_windows(panel.contig_index, panel.positions, typed_mask, config.window.untyped,
-                           config.window.typed)[::4]
+                           config.window.typed)[::stride]
     model, window_config = loaded.model.eval(), replace(config.window, context=k)
     started = time.monotonic()
-    probs, truth, alt_share = [], [], []
+    columns, probs = [], []
     for window in windows:
         haps = panel.haplotypes(window.columns)  # (M, H)
         probs.append(window_probabilities(model, window, haps, haps[window.typed][:, queries].T,
                                           panel.centimorgans[window.columns], window_config, torch.device("cpu"),
                                           exclude))
-        truth.append(haps[~window.typed][:, queries])
-        alt_share.append(haps[~window.typed][:, held_out.train_haps].mean(axis=1))
-    probs, truth, alt_share = np.concatenate(probs), np.concatenate(truth).astype(float), np.concatenate(alt_share)
-    dosage, true_dosage = probs[:, 0::2] + probs[:, 1::2], truth[:, 0::2] + truth[:, 1::2]  # (V, samples)
-    bins = maf_bin(np.minimum(alt_share, 1 - alt_share))
-    by_bin = " ".join(f"{label} {pooled_r2(dosage[bins == i], true_dosage[bins == i]):.4f}"
-                      for i, label in enumerate(BIN_LABELS))
-    print(f"{model_dir} k={k}: {by_bin} all {pooled_r2(dosage, true_dosage):.4f} "
-          f"({len(windows)} windows, {time.monotonic() - started:.0f} s)")
+        columns.append(window.columns[~window.typed])
+    seconds = time.monotonic() - started
+    columns, probs = np.concatenate(columns), np.concatenate(probs)
+    haps = panel.haplotypes(columns)
+    truth = haps[:, queries].astype(float)
+    alt_share = haps[:, held_out.train_haps].mean(axis=1)
+    return dict(panel=panel, held_out=held_out, columns=columns, dosage=probs[:, 0::2] + probs[:, 1::2],
+                true_dosage=truth[:, 0::2] + truth[:, 1::2], bins=maf_bin(np.minimum(alt_share, 1 - alt_share)),
+                k=k, windows=len(windows), seconds=seconds)
+
+
+def by_bin(dosage: np.ndarray, true_dosage: np.ndarray, bins: np.ndarray) -> str:
+    """Aggregate r2 per MAF bin, then over all: 'label r2 ... all r2'."""
+    per_bin = " ".join(f"{label} {pooled_r2(dosage[bins == i], true_dosage[bins == i]):.4f}"
+                       for i, label in enumerate(BIN_LABELS))
+    return f"{per_bin} all {pooled_r2(dosage, true_dosage):.4f}"
+
+
+def main(model_dir: str, array: str, k: str | None = None) -> None:
+    run = held_out_imputation(model_dir, array, int(k) if k else None)
+    print(f"{model_dir} k={run['k']}: {by_bin(run['dosage'], run['true_dosage'], run['bins'])} "
+          f"({run['windows']} windows, {run['seconds']:.0f} s)")
 
 
 if __name__ == "__main__":
