@@ -146,15 +146,18 @@ def run_benchmark(
     n_sites = mask_to_array(truth, array, targets)
     log.info("targets: %d truth records typed by the array -> %s", n_sites, targets)
     steps, outputs = [], {}
+    with_map = [] if genetic_map is None else ["--map", genetic_map]  # genimpute gets the map Beagle gets
     if "genimpute" in tools:
         if model is None:
             model = out_dir / "model"
             shutil.rmtree(model, ignore_errors=True)
             steps.append(run_timed("genimpute", "train", _genimpute(
-                ["train", "--ref", ref, "--array", array, "--out", model, *train_args]), logs / "genimpute_train.log"))
+                ["train", "--ref", ref, "--array", array, "--out", model, *with_map, *train_args]),
+                logs / "genimpute_train.log"))
         outputs["genimpute"] = out_dir / "genimpute.vcf.gz"
         steps.append(run_timed("genimpute", "impute", _genimpute(
-            ["impute", targets, "--model", model, "--out", outputs["genimpute"], "--force"]), logs / "genimpute_impute.log"))
+            ["impute", targets, "--model", model, *with_map, "--out", outputs["genimpute"], "--force"]),
+            logs / "genimpute_impute.log"))
     if "beagle" in tools:
         cmd = ["beagle", f"ref={ref}", f"gt={targets}", f"out={out_dir / 'beagle'}", f"nthreads={threads}"]
         if genetic_map is not None:
