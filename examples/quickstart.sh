@@ -11,9 +11,10 @@ work=${1:-quickstart_out}
 mkdir -p "$work"
 cd "$work"
 
-genimpute train --ref "$data/panel.vcf.gz" --array "$data/omni2.5_chr20_9.0-9.3Mb.txt" \
+map=$data/plink.chr20_8.9-9.4Mb.GRCh37.map  # a slice of the HapMap chr20 genetic map (GRCh37)
+genimpute train --ref "$data/panel.vcf.gz" --array "$data/omni2.5_chr20_9.0-9.3Mb.txt" --map "$map" \
   --out model --steps 400 --max-minutes 4 --validate-every 100
 genimpute impute "$data/targets.omni2.5.vcf.gz" --model model --out imputed.vcf.gz --force --validate
-genimpute impute "$data/targets.omni2.5.vcf.gz" --ref "$data/panel.vcf.gz" --out pretrained.vcf.gz --force
+genimpute impute "$data/targets.omni2.5.vcf.gz" --ref "$data/panel.vcf.gz" --map "$map" --out pretrained.vcf.gz --force
 genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$data/panel.vcf.gz" --labels trained,pretrained \
   --out report imputed.vcf.gz pretrained.vcf.gz
