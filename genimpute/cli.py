@@ -265,7 +265,8 @@ def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help="Use this trained genimpute model [default: train one in OUT/model].")
 @click.option("--steps", type=int, default=None, help="Training steps, when training [default: as genimpute train].")
 @click.option("--max-minutes", type=float, default=None, help="Training wall-clock budget, when training [default: as genimpute train].")
-@click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None, help="PLINK genetic map, passed to Beagle and to genimpute's train and impute.")
+@click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None,
+              help="PLINK genetic map, passed to Beagle and to genimpute's train and impute.")
 @click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Samples table ('sample', 'population') for per-population scores.")
 @click.option("--threads", type=int, default=None, help="Threads for Beagle and Minimac4 [default: all cores].")
 @click.option("--force", is_flag=True, help="Replace an existing report in OUT.")

@@ -87,7 +87,8 @@ class Batch(_Tensors):
     def loss_sums(self, net: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
         """(weighted query cross-entropy, context reconstruction) summed over
         their cells; sums, so that shares of a batch on several processes add up."""
-        bce = F.binary_cross_entropy_with_logits(net(self.tokens, self.typed, self.genetic), self.alleles, reduction="none")
+        logits = net(self.tokens, self.typed, self.genetic)
+        bce = F.binary_cross_entropy_with_logits(logits, self.alleles, reduction="none")
         return (bce * self.weights)[self.query_cells].sum(), bce[self.masked_cells].sum()
 
 
@@ -324,7 +325,8 @@ def _array_per_panel(refs: list, arrays: list) -> list:
     return arrays * len(refs) if len(arrays) == 1 else arrays
 
 
-def _training_panels(refs: list, arrays: list, genetic_map: str | Path | None) -> list[tuple[ReferencePanel, np.ndarray]]:
+def _training_panels(refs: list, arrays: list,
+                     genetic_map: str | Path | None) -> list[tuple[ReferencePanel, np.ndarray]]:
     """Each panel, with the map's genetic positions if given, and its typed mask."""
     panels = []
     for ref, array in zip(refs, arrays):

@@ -235,7 +235,8 @@ def test_train_keeps_its_genetic_map_and_impute_reads_one(tmp_path, data):
     run(["-q", "impute", target, "--model", str(tmp_path / "m"), "--out", str(tmp_path / "own.vcf.gz")])
     flat = tmp_path / "flat.map"
     flat.write_text("20\t.\t5.0\t9000000\n20\t.\t5.0\t9200000\n")
-    run(["-q", "impute", target, "--model", str(tmp_path / "m"), "--map", str(flat), "--out", str(tmp_path / "flat.vcf.gz")])
+    run(["-q", "impute", target, "--model", str(tmp_path / "m"), "--map", str(flat),
+         "--out", str(tmp_path / "flat.vcf.gz")])
     own, without_recombination = _dosages(tmp_path / "own.vcf.gz"), _dosages(tmp_path / "flat.vcf.gz")
     assert np.abs(own - without_recombination).max() > 0.05
 

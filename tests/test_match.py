@@ -58,8 +58,9 @@ def test_query_prediction_ignores_the_order_of_context_rows():
     perm = torch.tensor([0, 4, 2, 6, 1, 3, 5])
     cm = _cm(typed)
     with torch.no_grad():
-        torch.testing.assert_close(model.query_logits(tokens[:, perm], typed, cm), model.query_logits(tokens, typed, cm),
-                                   atol=1e-4, rtol=1e-4)  # sums over rows in another order round differently
+        reordered = model.query_logits(tokens[:, perm], typed, cm)
+        # sums over rows in another order round differently
+        torch.testing.assert_close(reordered, model.query_logits(tokens, typed, cm), atol=1e-4, rtol=1e-4)
 
 
 def test_each_gaps_candidates_are_the_rows_that_match_best_near_it():

@@ -79,7 +79,8 @@ class MSATransformer(AxialBackbone):
             x = ffn(col_attn(row_attn(x)))
         return self.head(x)
 
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
+                     genetic: torch.Tensor | None = None) -> torch.Tensor:
         """forward(tokens, typed)[:, 0][:, ~typed], computed for those cells
         alone in the last layer: its row attention for the untyped columns,
         its column attention, feed-forward and head for the query row. With

@@ -150,7 +150,8 @@ class NPSSM(AxialBackbone):
             x = ffn(x)
         return self.head(x)
 
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
+                     genetic: torch.Tensor | None = None) -> torch.Tensor:
         """forward's query cells (B, U). Both scans of the last layer read the
         whole sequence in each direction, so nothing is left out."""
         return self.forward(tokens, typed)[:, 0][:, ~typed]
