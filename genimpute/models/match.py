@@ -186,7 +186,7 @@ class HaplotypeMatcher(nn.Module):
         rows_per_gap with the fewest mismatches among the NEAR typed sites
         on either side, ties going to the fewest in the window, then to the
         earlier row, so that the choice is exact. None when that is every row."""
-        r, (b, k, width) = self.config.rows_per_gap, mis_sums.shape
+        r, (_, k, width) = self.config.rows_per_gap, mis_sums.shape
         if not r or r >= k:
             return None
         near = SITES.index(NEAR)
