@@ -118,6 +118,14 @@ def _prefix_sums(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return sums
 
 
+def _smoothed_log_odds(p: torch.Tensor, smoothing: torch.Tensor) -> torch.Tensor:
+    """log-odds of a vote p in [0, 1], pulled in by epsilon = sigmoid(smoothing)
+    at both ends, so that a unanimous vote stays finite."""
+    eps = torch.sigmoid(smoothing)
+    p = (p + eps) / (1 + 2 * eps)
+    return torch.log(p) - torch.log1p(-p)
+
+
 class HaplotypeMatcher(nn.Module):
     """The `match` backbone (module docstring); a nearest-context backbone's interface."""
 
@@ -238,23 +246,26 @@ class HaplotypeMatcher(nn.Module):
                                  for i in wanted])
         return posterior / posterior.sum(-1, keepdim=True)
 
-    def _copying_votes(self, mismatch: torch.Tensor, context: torch.Tensor, columns: torch.Tensor, lo: torch.Tensor,
-                       hi: torch.Tensor, which: torch.Tensor, genetic: torch.Tensor) -> tuple[torch.Tensor, tuple]:
-        """(votes (B, 2, C), (left, right) (G,)): each column's share of alt
-        alleles among all k rows, weighted by the rows' copying posteriors at
-        the typed site left and right of its gap (a typed column: its own
-        site, twice). The forward-backward runs over the typed sites within
-        HORIZON of the gaps' (the copying model forgets sooner).
+    def _copying_vote(self, mismatch: torch.Tensor, context: torch.Tensor, typed_columns: torch.Tensor,
+                      columns: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, which: torch.Tensor,
+                      genetic: torch.Tensor) -> torch.Tensor:
+        """(B, C) each column's share of alt alleles among all k rows,
+        weighted by the rows' copying posteriors at the typed sites left and
+        right of its gap (a typed column: its own site, twice), interpolated
+        in cM between the two. The forward-backward runs over the typed sites
+        within HORIZON of the gaps' (the copying model forgets sooner).
 
-        mismatch: (B, k, t); context: (B, k, M) the rows' tokens (REF or ALT); columns: (C,) ascending;
-        lo, hi: (G,) as _left_right_bounds; which: (C,) each column's gap; genetic: (t,) cM of the typed sites
+        mismatch: (B, k, t); context: (B, k, M) the rows' tokens (REF or ALT);
+        typed_columns: (t,); columns: (C,) ascending; lo, hi: (G,) as _left_right_bounds;
+        which: (C,) each column's gap; genetic: (M,) cM of the window's columns
         """
         t = mismatch.shape[-1]
         left = torch.where(hi > lo, lo, lo - 1).clamp(0, t - 1)
         right = lo.clamp(max=t - 1)
         sites, where = torch.unique(torch.stack([left, right], 1).flatten(), return_inverse=True)
         first, last = max(0, int(sites[0]) - HORIZON), min(t, int(sites[-1]) + 1 + HORIZON)
-        posterior = self._copying_posteriors(mismatch[..., first:last], genetic[first:last], sites - first)
+        posterior = self._copying_posteriors(mismatch[..., first:last], genetic[typed_columns[first:last]],
+                                             sites - first)
         posterior = posterior[where].transpose(0, 1).contiguous()  # (B, 2G, k): each gap's left, then right site
         # a gap's columns are consecutive columns of the window (no typed column between them), so each gap
         # is one (2, k) x (k, run) product over a slice of the context, read without a copy
@@ -262,7 +273,11 @@ class HaplotypeMatcher(nn.Module):
         firsts = columns[torch.cumsum(counts, 0) - counts].tolist()  # each gap's first column
         votes = [torch.bmm(posterior[:, 2 * g: 2 * g + 2], context[..., a: a + n].to(posterior.dtype))
                  for g, (a, n) in enumerate(zip(firsts, counts.tolist()))]
-        return torch.cat(votes, -1), (left, right)
+        from_left, from_right = torch.cat(votes, -1).unbind(1)
+        at_left, at_right = genetic[typed_columns[left[which]]], genetic[typed_columns[right[which]]]
+        span = at_right - at_left
+        share = torch.where(span > 0, (genetic[columns] - at_left) / torch.where(span > 0, span, 1), 0.5).clamp(0, 1)
+        return (1 - share) * from_left + share * from_right
 
     def _log_odds(self, tokens: torch.Tensor, typed: torch.Tensor, columns: torch.Tensor,
                   genetic: torch.Tensor) -> torch.Tensor:
@@ -287,19 +302,9 @@ class HaplotypeMatcher(nn.Module):
         alt = alt.bitwise_and_(ALT).to(torch.float32)
         weights = weights.permute(0, 2, 3, 1).index_select(1, which)  # (B, C, heads, r)
         vote = torch.matmul(weights, alt.transpose(1, 2)[..., None]).squeeze(-1)  # (B, C, heads)
-        eps = torch.sigmoid(self.smoothing)
-        vote = (vote + eps) / (1 + 2 * eps)
-        # the copying model votes over every row, interpolated in cM between the typed sites either side
-        votes, (left, right) = self._copying_votes(mismatch, tokens[:, 1:], columns, gap_lo, gap_hi, which,
-                                                   genetic[typed_columns])
-        from_left, from_right = votes.unbind(1)
-        at_left, at_right = genetic[typed_columns[left[which]]], genetic[typed_columns[right[which]]]
-        span = at_right - at_left
-        share = torch.where(span > 0, (genetic[columns] - at_left) / torch.where(span > 0, span, 1), 0.5).clamp(0, 1)
-        eps = torch.sigmoid(self.copying_smoothing)
-        copied = ((1 - share) * from_left + share * from_right + eps) / (1 + 2 * eps)
-        return (torch.log(vote) - torch.log1p(-vote)) @ self.mix + self.bias \
-            + self.copying_mix * (torch.log(copied) - torch.log1p(-copied))
+        copied = self._copying_vote(mismatch, tokens[:, 1:], typed_columns, columns, gap_lo, gap_hi, which, genetic)
+        return _smoothed_log_odds(vote, self.smoothing) @ self.mix + self.bias \
+            + self.copying_mix * _smoothed_log_odds(copied, self.copying_smoothing)
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor) -> torch.Tensor:
         # tokens (B, R, M), typed (M,) bool, genetic (M,) cM -> logits (B, R, M): the query row's; 0 for context rows
