@@ -289,5 +289,5 @@ def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list
     agree = pairs(target_dosage == 1, panel_dosage == 1) + pairs(target_dosage == 2, panel_dosage == 2)
     identical = (informative >= _MIN_SITES_FOR_IDENTITY) & (agree >= IDENTITY_CONCORDANCE * informative)
     for s in np.nonzero((found < 0) & identical.any(axis=1))[0]:
-        found[s] = int(np.argmax(np.where(identical[s], agree, -1)))
+        found[s] = int(np.argmax(np.where(identical[s], agree[s], -1)))
     return found

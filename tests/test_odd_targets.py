@@ -140,6 +140,22 @@ def test_renamed_panel_samples_are_found_by_their_genotypes(tmp_path):
     assert (samples_in_panel(panel, align_target(panel, strangers), strangers.samples) == -1).all()
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (1, 3, 0, 2)])
+def test_renamed_panel_samples_are_found_at_every_position_of_the_target(tmp_path, order):
+    """Several renamed duplicates, each at the first, a middle and the last
+    position: each maps to its own panel sample (a search over the whole
+    agreement matrix once ran past the panel for any but the first)."""
+    panel = ReferencePanel.from_vcf(PANEL)
+    every_site = {str(p) for p in panel.positions}
+    originals = [panel.samples[i] for i in (5, 2, len(panel.samples) - 1, 17)]  # each with >= 100 alt sites
+    chosen = [originals[i] for i in order]
+    target_path = _panel_samples_as_target(tmp_path, {name: f"RENAMED{j}" for j, name in enumerate(chosen)},
+                                           every_site)
+    target = read_target(target_path)
+    found = samples_in_panel(panel, align_target(panel, target), target.samples)
+    assert found.tolist() == [panel.samples.index(name) for name in chosen]
+
+
 def test_unrelated_targets_are_not_taken_for_panel_samples(trained, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         summary = impute(TARGET_PHASED, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)
