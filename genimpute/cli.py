@@ -13,6 +13,7 @@ import click
 from genimpute import __version__
 from genimpute.config import (
     BENCHMARK_TOOLS,
+    CopyingSettings,
     DEFAULT_VALIDATION_FRACTION,
     PHASERS,
     RunConfig,
@@ -183,9 +184,14 @@ def _checked_config(build) -> RunConfig:
                    "backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
+@click.option("--engine", type=click.Choice(["model", "copying"]), default="model", show_default=True,
+              help="model: the model's passes, window by window; copying: one copying-model pass per target "
+                   "haplotype along each contig, over states chosen by a PBWT of the panel (panels of thousands).")
+@click.option("--ne", type=float, default=CopyingSettings.ne, show_default=True,
+              help="Effective population size in the copying engine's switch rate.")
 @click.pass_context
 def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
-           audit):
+           audit, engine, ne):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
     from genimpute.impute import impute as run_impute
@@ -205,13 +211,33 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
     summary = _run(run_impute, target, model_dir, out, _run(pick_device, device),
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
-                   audit=audit, ref=ref)
+                   audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None)
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples, {summary['seconds']} s")
     if summary["validation"]:
         v = summary["validation"]
         click.echo(f"validation: {v['masked_sites']} typed sites hidden and imputed: empirical r2 {v['empirical_r2']:.4f}, "
                    f"concordance {v['concordance']:.4f}")
+
+
+@main.command()
+@click.argument("ref", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Compact panel file to write.")
+@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Genetic map placing the records in cM (PLINK or shapeit4 format) [default: 1 cM per Mb].")
+@click.option("--force", is_flag=True, help="Overwrite an existing output.")
+def panel(ref, out, genetic_map, force):
+    """Convert a reference panel VCF/BCF into a compact file (bit-packed
+    haplotypes, records, genetic positions) that `impute --ref` and `train
+    --ref` read without parsing VCF."""
+    import time
+
+    from genimpute.panel import convert_to_compact
+
+    started = time.monotonic()
+    reference = _run(convert_to_compact, ref, out, genetic_map, force)
+    click.echo(f"wrote {out}: {len(reference)} records, {len(reference.samples)} samples, "
+               f"{time.monotonic() - started:.1f} s")
 
 
 @main.command()

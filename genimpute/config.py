@@ -126,3 +126,15 @@ BENCHMARK_TOOLS = ("genimpute", "beagle", "minimac4")
 
 # share of the typed sites `impute --validate` hides to estimate accuracy
 DEFAULT_VALIDATION_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class CopyingSettings:
+    """The region-wide copying engine's settings (genimpute.copying)."""
+
+    neighbours: int = 8  # PBWT neighbours taken on each side of the target at every typed site
+    max_states: int = 2000  # most states per haplotype and segment: the most often chosen are kept
+    ne: float = 2e4  # effective population size in the switch rate
+    error: float = 1e-3  # probability of showing an allele other than the copied one
+    segment_sites: int = 2000  # typed sites each forward-backward imputes
+    margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads

@@ -8,6 +8,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +16,14 @@ import torch
 from tqdm import tqdm
 
 from genimpute import __version__
+from genimpute.config import CopyingSettings
+from genimpute.copying import ContigModel
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 from genimpute.modeldir import load_model_dir
-from genimpute.panel import Alignment, ReferencePanel, align_target, samples_in_panel
+from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference, samples_in_panel
 from genimpute.predict import target_window_probabilities
 from genimpute.regions import Region
 from genimpute.validation import validate
@@ -233,6 +236,26 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     return filled
 
 
+def _copying_segments(panel, aln, typed_mask, contigs, in_region, settings, exclude):
+    """({contig key: segments}, segment -> (U, 2S) P(alt)) of the region-wide copying model."""
+    models, segments = {}, {}
+    for c in contigs:
+        if c.panel_index is not None:
+            models[c.panel_index] = ContigModel(panel, c.panel_index, typed_mask, settings)
+            segments[c.key] = [s for s in models[c.panel_index].segments() if in_region[s.predicted].any()]
+    excluded = np.full(aln.haplotypes.shape[1], -1, dtype=np.int64)
+    if exclude is not None:
+        has = exclude.any(axis=1)
+        excluded[has] = exclude[has].argmax(axis=1) // 2
+
+    def probabilities(segment):
+        model = models[segment.contig]
+        queries = aln.alleles_at(model.typed_rows)  # (t, 2S)
+        return model.probabilities(segment, queries, excluded)
+
+    return segments, probabilities
+
+
 def impute(
     target_path: str | Path,
     model_dir: str | Path,
@@ -247,6 +270,7 @@ def impute(
     genetic_map: str | Path | None = None,
     audit: str | Path | None = None,
     ref: str | Path | None = None,
+    copying: CopyingSettings | None = None,
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
 
@@ -269,11 +293,15 @@ def impute(
     record it in the log, the summary and the output header.
 
     With `ref`, impute from that reference panel instead of the model
-    directory's own (the pretrained model has none)."""
+    directory's own (the pretrained model has none).
+
+    With `copying`, untyped records are imputed by the region-wide copying
+    model (genimpute.copying) with those settings instead of the model's
+    windows."""
     started = time.monotonic()
     if audit is not None and Path(audit).exists() and not force:
         raise InputError(f"--report {audit} exists; use --force to overwrite it")
-    loaded = load_model_dir(model_dir, ReferencePanel.from_vcf(ref) if ref is not None else None)
+    loaded = load_model_dir(model_dir, read_reference(ref) if ref is not None else None)
     model = loaded.model.to(device)
     panel, wcfg = loaded.panel, loaded.config.window
     if genetic_map is not None:
@@ -304,6 +332,11 @@ def impute(
                                         [c.panel_index]) if in_region[w.predicted].any()]
         for c in contigs if c.panel_index is not None
     }
+    window_probabilities = partial(target_window_probabilities, model, panel=panel, aln=aln, wcfg=wcfg,
+                                   device=device, exclude=exclude)
+    if copying is not None:
+        windows_by_contig, window_probabilities = _copying_segments(panel, aln, typed_mask, contigs, in_region,
+                                                                    copying, exclude)
     n_windows = sum(len(w) for w in windows_by_contig.values())
     log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows), n_windows)
 
@@ -336,7 +369,7 @@ def impute(
             done = 0
             for window in windows_by_contig.get(contig.key, []):
                 n_done += 1
-                probs = target_window_probabilities(model, window, panel, aln, wcfg, device, exclude)
+                probs = window_probabilities(window)
                 predicted = window.predicted
                 written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
                 upto = position_of_event[int(written[-1])] + 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genimpute.errors import CheckpointError, PanelMismatchError
+from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
@@ -18,6 +18,10 @@ from genimpute.io.genetic_map import CM_PER_BP, centimorgans, read_map
 from genimpute.io.vcf_reader import ABSENT, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
+
+# `genimpute panel` files: the bit-packed panel with its genetic positions, read without parsing VCF
+COMPACT_FORMAT = "genimpute-panel/1"
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _join(strings: list) -> np.ndarray:
@@ -111,6 +115,7 @@ class ReferencePanel:
         with open(path, "wb") as handle:
             np.savez(
                 handle,
+                format=np.array(COMPACT_FORMAT),
                 samples=_join(self.samples),
                 contig_names=_join(self.contig_names),
                 contig_index=self.contig_index,
@@ -144,6 +149,42 @@ class ReferencePanel:
             raise CheckpointError(f"{path}: reference panel missing from the model directory") from exc
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise CheckpointError(f"{path}: reference panel file is corrupted ({exc})") from exc
+
+
+def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Path | None = None,
+                       force: bool = False) -> ReferencePanel:
+    """Read a panel VCF/BCF (placed in cM by `genetic_map`, if given) and
+    write it as a compact panel for read_reference, whole or not at all."""
+    path = Path(path)
+    if path.exists() and not force:
+        raise InputError(f"{path} exists; use --force to overwrite it")
+    panel = ReferencePanel.from_vcf(vcf)
+    if genetic_map is not None:
+        panel = panel.with_genetic_map(genetic_map)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        panel.save(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return panel
+
+
+def read_reference(path: str | Path) -> ReferencePanel:
+    """A reference panel from a VCF/BCF, or from a compact panel file written by `genimpute panel`."""
+    with open(path, "rb") as handle:
+        compact = handle.read(4) == _ZIP_MAGIC
+    if not compact:
+        return ReferencePanel.from_vcf(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            found = str(z["format"]) if "format" in z else "a zip file without a format"
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise CheckpointError(f"{path}: expected a VCF/BCF or a compact panel; found an unreadable zip ({exc})") from exc
+    if found != COMPACT_FORMAT:
+        raise CheckpointError(f"{path}: expected a compact panel of format {COMPACT_FORMAT}; found {found} "
+                              "(rebuild it with `genimpute panel`)")
+    return ReferencePanel.load(path)
 
 
 def array_typed_mask(panel: ReferencePanel, sites: ArraySites) -> np.ndarray:

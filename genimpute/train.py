@@ -40,7 +40,7 @@ from genimpute.errors import CheckpointError, InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import allele_classes, groups_of
-from genimpute.panel import ReferencePanel, array_typed_mask
+from genimpute.panel import ReferencePanel, array_typed_mask, read_reference
 from genimpute.predict import window_centimorgans, window_probabilities
 from genimpute.windows import (
     Window,
@@ -330,7 +330,7 @@ def _training_panels(refs: list, arrays: list,
     """Each panel, with the map's genetic positions if given, and its typed mask."""
     panels = []
     for ref, array in zip(refs, arrays):
-        panel = ReferencePanel.from_vcf(ref)
+        panel = read_reference(ref)
         if genetic_map is not None:
             panel = panel.with_genetic_map(genetic_map)
         typed_mask = array_typed_mask(panel, read_array_list(array))

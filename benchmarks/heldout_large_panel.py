@@ -1,0 +1,130 @@
+"""Held-out panel samples of a large panel, imputed by Beagle 5.4, by
+genimpute (pretrained, `impute --ref`) and by the region-wide copying model
+(genimpute.copying), side by side by MAF bin, with each one's wall time.
+
+N samples of PANEL are held out (a seeded draw), typed at ARRAY's sites,
+and imputed with the rest of PANEL as the reference and MAP as the genetic
+map. No target of the scale series is used, so settings may be chosen here.
+
+    python benchmarks/heldout_large_panel.py PANEL ARRAY MAP OUT_DIR [--held-out 100] [--tools beagle,genimpute,copying]
+
+Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file; a tool's
+output already there is reused (delete it to rerun).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from cyvcf2 import VCF
+
+from genimpute.evaluate import BIN_LABELS, maf_bin
+from genimpute.train import pooled_r2
+
+
+_COPYING = """
+import logging; logging.basicConfig(level=logging.INFO)
+from genimpute.copying import CopyingSettings
+from genimpute.impute import impute
+from genimpute.modeldir import PRETRAINED_DIR
+from genimpute.runtime import pick_device
+settings = {{k: float(v) if '.' in v or 'e' in v else int(v) for k, v in
+            (x.split('=') for x in '{settings}'.split(',') if x)}}
+impute('{gt}', PRETRAINED_DIR, '{out}', pick_device('cpu'), progress=False, genetic_map='{map}', ref='{ref}',
+       copying=CopyingSettings(**settings))
+"""
+
+
+def _run(command: list, out: Path) -> float:
+    """Wall seconds of a command; its output already present is reused (0 s)."""
+    if out.exists():
+        return 0.0
+    started = time.monotonic()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
+def make_inputs(panel: str, array: str, out: Path, n_held_out: int, seed: int) -> tuple[Path, Path, list]:
+    """(reference VCF, held-out VCF at the array's sites, held-out samples)."""
+    out.mkdir(parents=True, exist_ok=True)
+    samples = subprocess.run(["bcftools", "query", "-l", panel], check=True, capture_output=True,
+                             text=True).stdout.split()
+    held_out = sorted(np.random.default_rng(seed).choice(samples, n_held_out, replace=False).tolist())
+    (out / "held_out.txt").write_text("\n".join(held_out) + "\n")
+    ref, gt = out / "ref.vcf.gz", out / "gt.vcf.gz"
+    if not ref.exists():
+        subprocess.run(["bcftools", "view", "-Oz", "-o", str(ref), "-S", f"^{out / 'held_out.txt'}", panel], check=True)
+        subprocess.run(["tabix", "-f", str(ref)], check=True)
+    if not gt.exists():
+        subprocess.run(["bcftools", "view", "-Oz", "-o", str(gt), "-S", str(out / "held_out.txt"), "-T", array, panel],
+                       check=True)
+        subprocess.run(["tabix", "-f", str(gt)], check=True)
+    return ref, gt, held_out
+
+
+def dosages(path: Path, samples: list) -> dict:
+    """(CHROM, POS, REF, ALT) -> (samples,) DS of each record flagged IMP."""
+    vcf = VCF(str(path))
+    order = [vcf.samples.index(s) for s in samples]
+    return {(v.CHROM, v.POS, v.REF, v.ALT[0]): v.format("DS")[order, 0].astype(np.float64)
+            for v in vcf if v.INFO.get("IMP")}
+
+
+def truth_and_bins(panel: str, held_out: list, keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """(V, N) true dosages of the held-out samples, (V,) MAF bins among the other samples."""
+    vcf = VCF(panel)
+    held = np.isin(vcf.samples, held_out)
+    order = [vcf.samples.index(s) for s in held_out]
+    wanted = {k: i for i, k in enumerate(keys)}
+    truth, bins = np.zeros((len(keys), len(held_out))), np.zeros(len(keys), dtype=int)
+    for v in vcf:
+        i = wanted.get((v.CHROM, v.POS, v.REF, v.ALT[0]))
+        if i is None:
+            continue
+        gt = v.genotype.array()[:, :2].astype(np.float64)
+        truth[i] = gt[order].sum(1)
+        freq = gt[~held].mean()
+        bins[i] = maf_bin(np.array([min(freq, 1 - freq)]))[0]
+    return truth, bins
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("panel"), parser.add_argument("array"), parser.add_argument("map"), parser.add_argument("out")
+    parser.add_argument("--held-out", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tools", default="beagle,genimpute,copying")
+    parser.add_argument("--copying", default="", help="copying model settings, as ne=1e5,neighbours=4")
+    args = parser.parse_args()
+    out = Path(args.out)
+    ref, gt, held_out = make_inputs(args.panel, args.array, out, args.held_out, args.seed)
+    commands = {
+        "beagle": (["beagle", f"ref={ref}", f"gt={gt}", f"map={args.map}", f"out={out / 'beagle'}", "nthreads=2"],
+                   out / "beagle.vcf.gz"),
+        "genimpute": (["genimpute", "-q", "impute", str(gt), "--ref", str(ref), "--map", args.map,
+                       "--out", str(out / "genimpute.vcf.gz")], out / "genimpute.vcf.gz"),
+    }
+    if "copying" in args.tools:  # in this process, with the settings asked for
+        name = "copying" + args.copying.replace("=", "").replace(",", "_")
+        commands["copying"] = ([sys.executable, "-c", _COPYING.format(gt=gt, ref=ref, map=args.map, settings=args.copying,
+                                                                     out=out / f"{name}.vcf.gz")],
+                               out / f"{name}.vcf.gz")
+    tools = args.tools.split(",")
+    seconds = {tool: _run(*commands[tool]) for tool in tools}
+    found = {tool: dosages(commands[tool][1], held_out) for tool in tools}
+    keys = sorted(set.intersection(*(set(d) for d in found.values())))
+    truth, bins = truth_and_bins(args.panel, held_out, keys)
+    print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; bins {' '.join(BIN_LABELS)}")
+    for tool in tools:
+        ds = np.stack([found[tool][k] for k in keys])
+        by_bin = " ".join(f"{pooled_r2(ds[bins == i], truth[bins == i]):.4f}" for i in range(len(BIN_LABELS)))
+        print(f"{tool:10s} all {pooled_r2(ds, truth):.4f} | {by_bin} | {seconds[tool]:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

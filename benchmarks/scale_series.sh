@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Large panels and large cohorts (issues 23, 24): the simulated series of
+# ../shared/scale (make it first, as its README says), imputed by genimpute's
+# copying engine (`impute --ref PANEL --map --engine copying`), by the
+# pretrained model's windows (ENGINES), Beagle 5.4 and Minimac4, each with the
+# map and 2 threads, one tool at a time. For each panel size and cohort size:
+# wall time and peak RSS (the median of ROUNDS runs), the ratio to Beagle's,
+# and aggregate r2 by MAF bin against the targets' truth.
+#
+#   bash benchmarks/scale_series.sh SCALE_DIR [out dir]   (default benchmarks/out/scale)
+#   env: PANELS (default "1000 4000 16000"), COHORTS (default "100 1000"),
+#        ENGINES (default "copying"; add "model" for the windows), ROUNDS (default 3)
+#
+# Needs: genimpute installed; beagle, minimac4, bcftools, tabix on PATH.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+scale=$(cd "$1" && pwd)
+out=${2:-$root/benchmarks/out/scale}
+panels=${PANELS:-1000 4000 16000}
+cohorts=${COHORTS:-100 1000}
+engines=${ENGINES:-copying}
+rounds=${ROUNDS:-3}
+mkdir -p "$out"
+cd "$out"
+source "$root/benchmarks/lib.sh"
+
+median_of() {  # median_of NAME CMD... : ROUNDS timed runs; NAME.time keeps the median wall's line
+  local name=$1; shift
+  for r in $(seq "$rounds"); do timed "$name.r$r" "$@" > /dev/null; done
+  sort -n "$name".r*.time | sed -n "$(( (rounds + 1) / 2 ))p" > "$name.time"
+  report "$name" "(median of $rounds)"
+}
+
+for n in $cohorts; do
+  [[ -s targets.$n.vcf.gz.tbi ]] || {
+    bcftools query -l "$scale/targets.array.vcf.gz" | head -n "$n" > "targets.$n.txt"
+    bcftools view -S "targets.$n.txt" -Oz -o "targets.$n.vcf.gz" "$scale/targets.array.vcf.gz"
+    bcftools view -S "targets.$n.txt" -Oz -o "truth.$n.vcf.gz" "$scale/targets.truth.vcf.gz"
+    tabix -f "targets.$n.vcf.gz"; tabix -f "truth.$n.vcf.gz"
+  }
+done
+
+for p in $panels; do
+  panel=$scale/panel.$p.vcf.gz
+  for n in $cohorts; do
+    job=$p.$n
+    echo "panel $p samples, $n targets:"
+    for e in $engines; do
+      median_of "genimpute_$e.$job" genimpute -q impute "targets.$n.vcf.gz" --ref "$panel" --map "$scale/const.map" \
+        --engine "$e" --out "genimpute_$e.$job.vcf.gz" --force
+    done
+    median_of "beagle.$job" beagle ref="$panel" gt="targets.$n.vcf.gz" map="$scale/const.map" out="beagle.$job" nthreads=2
+    minimac4 --compress-reference "$panel" > "minimac4.$p.msav" 2> /dev/null
+    median_of "minimac4.$job" minimac4 -t 2 -f GT,DS -m "$scale/const.map" -O vcf.gz -o "minimac4.$job.vcf.gz" \
+      "minimac4.$p.msav" "targets.$n.vcf.gz"
+    for e in $engines; do ratio "genimpute_$e.$job" "beagle.$job"; done
+    labels="" files=()
+    for e in $engines; do labels+="genimpute_$e,"; files+=("genimpute_$e.$job.vcf.gz"); done
+    genimpute evaluate --truth "truth.$n.vcf.gz" --ref "$panel" --labels "${labels}beagle,minimac4" \
+      "${files[@]}" "beagle.$job.vcf.gz" "minimac4.$job.vcf.gz" | tee "r2.$job.txt"
+  done
+done

@@ -1,0 +1,279 @@
+"""Region-wide copying model: a Li and Stephens hidden Markov model run once
+per target haplotype along all the typed sites of a segment (a few
+thousand), over states chosen for that haplotype by a positional BWT of the
+panel (Durbin 2014), as IMPUTE5 chooses its copying states.
+
+Why not per window: a window's context is chosen on its few hundred typed
+sites, and in a panel of thousands of samples many haplotypes match a target
+there equally well, so which of them carry a rare allele is a coin toss. The
+haplotypes that share the target's longest segments tell the carriers apart,
+and those are the ones the PBWT finds: at every typed site, the `neighbours`
+haplotypes on either side of the target in the PBWT order share the longest
+runs of alleles with it ending there. Their union over the segment is the
+state set, and one forward-backward over the segment weighs each state by
+the whole path, where per-window passes recomputed overlapping stretches for
+every window.
+
+Untyped records take the states' alleles weighted by the posterior at the
+typed sites either side, interpolated in cM (states below MIN_POSTERIOR at
+both are skipped). Switches between states happen with probability
+1 - exp(-0.04 ne d / K) over d cM with K states (Li and Stephens' scaling in
+the number of haplotypes, as Beagle parametrises it by an effective size ne).
+
+Numba-compiled: the walks and the forward-backward are loops over sites
+that numpy cannot vectorise across states without many temporaries, and
+numba (a pip wheel, no compiler at install) compiles them to loops over
+plain arrays; haplotypes run in parallel, each with its own arrays, so the
+output does not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from genimpute.config import CopyingSettings
+
+# posterior below which a state's alleles are not read at untyped records
+MIN_POSTERIOR = 1e-5
+
+
+@nb.njit(cache=True)
+def pbwt_index(alleles):
+    """(order, zeros_before) of a PBWT over alleles (t, H) uint8:
+    order[j] (t+1, H) the haplotypes sorted by their reversed alleles
+    before site j; zeros_before[j, i] (t, H+1) the 0 alleles at site j
+    among order[j, :i]."""
+    t, n = alleles.shape
+    order = np.empty((t + 1, n), dtype=np.int32)
+    zeros_before = np.empty((t, n + 1), dtype=np.int32)
+    for i in range(n):
+        order[0, i] = i
+    for j in range(t):
+        zeros = 0
+        for i in range(n):
+            zeros_before[j, i] = zeros
+            if alleles[j, order[j, i]] == 0:
+                zeros += 1
+        zeros_before[j, n] = zeros
+        low, high = 0, zeros
+        for i in range(n):
+            h = order[j, i]
+            if alleles[j, h] == 0:
+                order[j + 1, low] = h
+                low += 1
+            else:
+                order[j + 1, high] = h
+                high += 1
+    return order, zeros_before
+
+
+@nb.njit(cache=True)
+def _select_states(order, zeros_before, alleles, query, first, last, neighbours, max_states, excluded, counts):
+    """States of one query over typed sites [first, last): the haplotypes
+    within `neighbours` of its place in the PBWT order at each site, the
+    `max_states` most often chosen (ties to the lower index), ascending.
+    `excluded` (a sample index, or -1) is never chosen; `counts` (H,) int32
+    zeros, returned zeroed."""
+    n = order.shape[1]
+    place = 0
+    chosen = np.empty(n, dtype=np.int32)
+    n_chosen = 0
+    for j in range(first, last):
+        allele = query[j]
+        if allele < 0:  # a missing call follows the neighbour just above
+            allele = alleles[j, order[j, min(place, n - 1)]]
+        below = zeros_before[j, place]
+        place = below if allele == 0 else zeros_before[j, n] + place - below
+        for i in range(max(0, place - neighbours), min(n, place + neighbours)):
+            h = order[j + 1, i]
+            if h // 2 == excluded:
+                continue
+            if counts[h] == 0:
+                chosen[n_chosen] = h
+                n_chosen += 1
+            counts[h] += 1
+    states = chosen[:n_chosen].copy()
+    if n_chosen > max_states:
+        key = np.empty(n_chosen, dtype=np.int64)
+        for s in range(n_chosen):
+            key[s] = -np.int64(counts[states[s]]) * n + states[s]
+        states = states[np.argsort(key)[:max_states]]
+    for s in range(n_chosen):
+        counts[chosen[s]] = 0
+    return np.sort(states)
+
+
+@nb.njit(cache=True)
+def _forward(alleles, query, states, first, last, jump_rate, error):
+    """(last - first, K) normalised forward probabilities over typed sites [first, last)."""
+    k = len(states)
+    out = np.empty((last - first, k), dtype=np.float32)
+    previous = np.empty(k, dtype=np.float64)
+    for j in range(first, last):
+        total = 0.0
+        stay = 1.0 if j == first else 1.0 - jump_rate[j - 1]
+        jump = 1.0 / k if j == first else jump_rate[j - 1] / k
+        for s in range(k):
+            prior = jump if j == first else stay * previous[s] + jump
+            emit = 1.0
+            if query[j] >= 0:
+                emit = 1.0 - error if alleles[j, states[s]] == query[j] else error
+            previous[s] = prior * emit
+            total += previous[s]
+        for s in range(k):
+            previous[s] /= total
+            out[j - first, s] = previous[s]
+    return out
+
+
+@nb.njit(cache=True)
+def _allele(packed, record, haplotype):
+    return (packed[record, haplotype >> 3] >> (7 - (haplotype & 7))) & 1
+
+
+@nb.njit(cache=True)
+def _impute_gap(packed, records, weights, start, stop, states, left, right, out_column):
+    """P(alt) at untyped records[start:stop] (one gap between typed sites)
+    from the posteriors at its left and right typed sites, interpolated by
+    `weights` (0 at the left site, 1 at the right)."""
+    active = np.empty(len(states), dtype=np.int32)
+    n_active = 0
+    for s in range(len(states)):
+        if left[s] > MIN_POSTERIOR or right[s] > MIN_POSTERIOR:
+            active[n_active] = s
+            n_active += 1
+    for r in range(start, stop):
+        from_left, from_right = 0.0, 0.0
+        for a in range(n_active):
+            s = active[a]
+            if _allele(packed, records[r], states[s]):
+                from_left += left[s]
+                from_right += right[s]
+        out_column[r] = (1.0 - weights[r]) * from_left + weights[r] * from_right
+
+
+@nb.njit(cache=True)
+def _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
+                      packed, records, weights, gap_bounds, out_column):
+    """Forward-backward over typed sites [first, last); imputes the untyped
+    records of gaps core_first..core_last - 1 (gap j: after typed site j,
+    gap_bounds[j + 1] .. gap_bounds[j + 2] of `records`; gap -1 is before
+    the first typed site) into out_column."""
+    k = len(states)
+    forward = _forward(alleles, query, states, first, last, jump_rate, error)
+    backward = np.ones(k, dtype=np.float64)
+    posterior = np.empty(k, dtype=np.float64)
+    right = np.empty(k, dtype=np.float64)
+    for j in range(last - 1, first - 1, -1):
+        if j < last - 1:  # backward to site j from site j + 1
+            total, emitted = 0.0, np.empty(k, dtype=np.float64)
+            for s in range(k):
+                emit = 1.0
+                if query[j + 1] >= 0:
+                    emit = 1.0 - error if alleles[j + 1, states[s]] == query[j + 1] else error
+                emitted[s] = emit * backward[s]
+                total += emitted[s]
+            for s in range(k):
+                backward[s] = ((1.0 - jump_rate[j]) * emitted[s] + jump_rate[j] / k * total)
+            scale = 0.0
+            for s in range(k):
+                scale += backward[s]
+            for s in range(k):
+                backward[s] /= scale
+        total = 0.0
+        for s in range(k):
+            posterior[s] = forward[j - first, s] * backward[s]
+            total += posterior[s]
+        for s in range(k):
+            posterior[s] /= total
+        if core_first <= j < core_last:
+            gap_right = right if j < last - 1 else posterior  # after the last typed site: its posterior alone
+            _impute_gap(packed, records, weights, gap_bounds[j + 1], gap_bounds[j + 2], states, posterior,
+                        gap_right, out_column)
+        if j == core_first == 0:  # before the first typed site: its posterior alone
+            _impute_gap(packed, records, weights, gap_bounds[0], gap_bounds[1], states, posterior, posterior,
+                        out_column)
+        right[:] = posterior
+
+
+@nb.njit(cache=True, parallel=True)
+def _impute_segment(alleles, queries, excluded, order, zeros_before, first, last, core_first, core_last,
+                    jump_cm, settings_numbers, packed, records, weights, gap_bounds):
+    """(len(records), Q) P(alt) of Q query haplotypes (queries (t, Q) int8)."""
+    neighbours, max_states = int(settings_numbers[0]), int(settings_numbers[1])
+    ne, error = settings_numbers[2], settings_numbers[3]
+    n_queries = queries.shape[1]
+    out = np.zeros((n_queries, len(records)), dtype=np.float32)
+    for q in nb.prange(n_queries):
+        counts = np.zeros(order.shape[1], dtype=np.int32)
+        query = queries[:, q].copy()
+        states = _select_states(order, zeros_before, alleles, query, first, last, neighbours, max_states,
+                                excluded[q], counts)
+        jump_rate = -np.expm1(-0.04 * ne * jump_cm / len(states))
+        _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
+                          packed, records, weights, gap_bounds, out[q])
+    return out.T.copy()
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Untyped records of one contig imputed by one forward-backward."""
+    contig: int
+    predicted: np.ndarray  # panel records, increasing
+    first: int  # typed sites [first, last) of the contig that the forward-backward reads
+    last: int
+    core_first: int  # gaps core_first .. core_last - 1 whose untyped records it imputes
+    core_last: int
+
+
+class ContigModel:
+    """A contig's typed sites in the panel, indexed once for every segment
+    and every target haplotype."""
+
+    def __init__(self, panel, contig: int, typed_mask: np.ndarray, settings: CopyingSettings):
+        rows = np.nonzero(panel.contig_index == contig)[0]
+        self.contig, self.settings, self.packed = contig, settings, panel.packed
+        self.typed_rows = rows[typed_mask[rows]]
+        self.untyped_rows = rows[~typed_mask[rows]]
+        self.alleles = np.ascontiguousarray(panel.haplotypes(self.typed_rows))  # (t, H)
+        self.order, self.zeros_before = pbwt_index(self.alleles)
+        cm = panel.centimorgans
+        self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
+        # gap of each untyped record: typed sites before it, less one (-1: before the first)
+        gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
+        self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)
+        left = cm[self.typed_rows[np.clip(gap, 0, None)]]
+        right = cm[self.typed_rows[np.clip(gap + 1, None, len(self.typed_rows) - 1)]]
+        span = right - left
+        self.weights = np.where(span > 0, (cm[self.untyped_rows] - left) / np.where(span > 0, span, 1), 0.5)
+        self.weights = np.clip(self.weights, 0, 1)
+
+    def segments(self) -> list[Segment]:
+        t, size, margin = len(self.typed_rows), self.settings.segment_sites, self.settings.margin_sites
+        segments = []
+        for core_first in range(0, t, size):
+            core_last = min(t, core_first + size)
+            start = 0 if core_first == 0 else self.gap_bounds[core_first + 1]
+            stop = self.gap_bounds[core_last + 1]
+            if start == stop:
+                continue
+            segments.append(Segment(self.contig, self.untyped_rows[start:stop], max(0, core_first - margin),
+                                    min(t, core_last + margin), core_first, core_last))
+        return segments
+
+    def probabilities(self, segment: Segment, queries: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+        """(len(segment.predicted), Q) P(alt); queries (t, Q) int8 alleles
+        at the contig's typed sites (negative: missing); excluded (Q,) the
+        panel sample each query may not copy (-1: none)."""
+        s = self.settings
+        numbers = np.array([s.neighbours, s.max_states, s.ne, s.error], dtype=np.float64)
+        start = 0 if segment.core_first == 0 else self.gap_bounds[segment.core_first + 1]
+        stop = self.gap_bounds[segment.core_last + 1]
+        local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
+        return _impute_segment(self.alleles, np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
+                               self.order, self.zeros_before, segment.first, segment.last, segment.core_first,
+                               segment.core_last, self.jump_cm, numbers, self.packed,
+                               self.untyped_rows[start:stop].astype(np.int64), self.weights[start:stop], local_bounds)

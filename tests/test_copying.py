@@ -1,0 +1,189 @@
+"""The region-wide copying engine: its PBWT, its forward-backward against a
+textbook implementation, its state choice, and imputation through the CLI."""
+
+import gzip
+
+import numba
+import numpy as np
+import pytest
+from cli_helpers import run
+from paths import PANEL, TARGET_PHASED
+
+from genimpute.config import CopyingSettings
+from genimpute.copying import ContigModel, pbwt_index
+from genimpute.panel import ReferencePanel
+
+
+def _panel(alleles: np.ndarray, cm_step: float = 1e-4) -> ReferencePanel:
+    """A one-contig panel of alleles (M, H), records 100 bp and cm_step cM apart (1 cM per Mb)."""
+    m, h = alleles.shape
+    return ReferencePanel(
+        samples=[f"s{i}" for i in range(h // 2)], contig_names=["20"], contig_index=np.zeros(m, np.int32),
+        positions=np.arange(1, m + 1, dtype=np.int64) * 100, ids=["."] * m, refs=["A"] * m, alts=["C"] * m,
+        packed=np.packbits(alleles.astype(np.uint8), axis=1), alt_freq=alleles.mean(1).astype(np.float32),
+        centimorgans=np.arange(m, dtype=np.float64) * cm_step)
+
+
+def test_pbwt_orders_haplotypes_by_their_reversed_prefixes():
+    alleles = np.random.default_rng(0).integers(0, 2, (30, 50)).astype(np.uint8)
+    order, zeros_before = pbwt_index(alleles)
+    for j in range(31):
+        # sorted by allele j-1 first, then j-2, ..., ties by index
+        expected = np.lexsort([np.arange(50), *alleles[:j]])
+        assert order[j].tolist() == expected.tolist()
+    for j in range(30):
+        assert zeros_before[j].tolist() == [0, *np.cumsum(alleles[j, order[j]] == 0)]
+
+
+def _textbook_probabilities(alleles, typed, query, cm, ne, error):
+    """P(alt) at the untyped records by a float64 forward-backward over every
+    haplotype with full transition matrices, interpolated in cM."""
+    x = alleles[typed]
+    t, k = x.shape
+    emit = np.where(x == query[:, None], 1 - error, error)
+    rho = -np.expm1(-0.04 * ne * np.diff(cm[typed]) / k)
+    forward, backward = np.zeros((t, k)), np.ones((t, k))
+    forward[0] = emit[0] / k
+    for j in range(1, t):
+        transition = (1 - rho[j - 1]) * np.eye(k) + rho[j - 1] / k
+        forward[j] = emit[j] * (forward[j - 1] @ transition)
+    for j in range(t - 2, -1, -1):
+        transition = (1 - rho[j]) * np.eye(k) + rho[j] / k
+        backward[j] = transition @ (emit[j + 1] * backward[j + 1])
+    posterior = forward * backward
+    posterior /= posterior.sum(1, keepdims=True)
+    typed_rows, out = np.nonzero(typed)[0], []
+    for r in np.nonzero(~typed)[0]:
+        right = min(np.searchsorted(typed_rows, r), t - 1)
+        left = max(right - 1, 0) if typed_rows[right] > r else right
+        span = cm[typed_rows[right]] - cm[typed_rows[left]]
+        w = (cm[r] - cm[typed_rows[left]]) / span if span > 0 else 0.5
+        w = np.clip(w, 0, 1)
+        out.append((1 - w) * posterior[left] @ alleles[r] + w * posterior[right] @ alleles[r])
+    return np.array(out)
+
+
+def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
+    rng = np.random.default_rng(1)
+    m, h = 60, 12
+    alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
+    typed = np.zeros(m, bool)
+    typed[[3, 7, 8, 15, 22, 30, 31, 40, 52, 57]] = True
+    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02)
+    model = ContigModel(_panel(alleles, cm_step=0.05), 0, typed, settings)
+    [segment] = model.segments()
+    queries = rng.integers(0, 2, (typed.sum(), 3)).astype(np.int8)
+    got = model.probabilities(segment, queries, np.full(3, -1))
+    for q in range(3):
+        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m, dtype=np.float64) * 0.05, 300.0, 0.02)
+        np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
+
+
+
+def test_a_query_copying_one_haplotype_gets_its_alleles_and_an_excluded_sample_is_not_copied():
+    rng = np.random.default_rng(2)
+    m, h = 400, 40
+    alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
+    typed = rng.random(m) < 0.3
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
+    [segment] = model.segments()
+    copied = 13
+    query = alleles[typed][:, [copied]].astype(np.int8)
+    got = model.probabilities(segment, query, np.array([-1]))[:, 0]
+    np.testing.assert_allclose(got, alleles[~typed, copied], atol=0.01)
+    excluded = model.probabilities(segment, query, np.array([copied // 2]))[:, 0]
+    assert np.abs(excluded - alleles[~typed, copied]).max() > 0.5
+
+
+def test_missing_calls_leave_the_copied_haplotype_found():
+    rng = np.random.default_rng(3)
+    alleles = rng.integers(0, 2, (300, 30)).astype(np.uint8)
+    typed = rng.random(300) < 0.4
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
+    [segment] = model.segments()
+    query = alleles[typed][:, [7]].astype(np.int8)
+    query[::5] = -1
+    got = model.probabilities(segment, query, np.array([-1]))[:, 0]
+    np.testing.assert_allclose(got, alleles[~typed, 7], atol=0.01)
+
+
+def test_segments_cover_every_untyped_record_once_and_agree_with_one_pass():
+    rng = np.random.default_rng(4)
+    base = rng.integers(0, 2, (1000, 8)).astype(np.uint8)
+    alleles = base[:, rng.integers(0, 8, 60)] ^ (rng.random((1000, 60)) < 0.01)  # 60 haplotypes near 8 founders
+    typed = rng.random(1000) < 0.2
+    typed[:3] = False  # untyped records before the first typed one
+    panel = _panel(alleles.astype(np.uint8))
+    whole = ContigModel(panel, 0, typed, CopyingSettings())
+    pieces = ContigModel(panel, 0, typed, CopyingSettings(segment_sites=37, margin_sites=30))
+    segments = pieces.segments()
+    covered = np.concatenate([s.predicted for s in segments])
+    assert len(segments) > 4 and covered.tolist() == np.nonzero(~typed)[0].tolist()
+    queries = alleles[typed][:, :6].astype(np.int8)
+    one = whole.probabilities(whole.segments()[0], queries, np.full(6, -1))
+    split = np.concatenate([pieces.probabilities(s, queries, np.full(6, -1)) for s in segments])
+    assert np.abs(one - split).mean() < 0.01
+
+
+def test_outputs_do_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(5)
+    alleles = rng.integers(0, 2, (500, 50)).astype(np.uint8)
+    typed = rng.random(500) < 0.3
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
+    [segment] = model.segments()
+    queries = rng.integers(0, 2, (typed.sum(), 20)).astype(np.int8)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = model.probabilities(segment, queries, np.full(20, -1))
+        numba.set_num_threads(previous)
+        many = model.probabilities(segment, queries, np.full(20, -1))
+    finally:
+        numba.set_num_threads(previous)
+    assert one.tobytes() == many.tobytes()
+
+
+def _records(path):
+    with gzip.open(path, "rt") as handle:
+        return [line.split("\t") for line in handle if not line.startswith("#")]
+
+
+def test_impute_with_the_copying_engine_writes_every_record(tmp_path):
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(tmp_path / "model.vcf.gz")])
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--engine", "copying",
+         "--out", str(tmp_path / "copying.vcf.gz")])
+    model, copying = _records(tmp_path / "model.vcf.gz"), _records(tmp_path / "copying.vcf.gz")
+    assert [r[:5] for r in model] == [r[:5] for r in copying]
+    imputed = [r for r in copying if "IMP" in r[7]]
+    assert len(imputed) > 100
+    dosages = np.array([[float(g.split(":")[1]) for g in r[9:]] for r in imputed])
+    assert 0 <= dosages.min() and dosages.max() <= 2 and len(np.unique(dosages)) > 10
+    # the two engines agree on most genotypes
+    calls = lambda rows: np.array([[g.split(":")[0] for g in r[9:]] for r in rows if "IMP" in r[7]])  # noqa: E731
+    assert (calls(model) == calls(copying)).mean() > 0.95
+
+
+@pytest.mark.parametrize("region", ["20:9000000-9050000", "20:9050001-"])
+def test_copying_regions_are_slices_of_the_whole_run(tmp_path, region):
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--engine", "copying",
+         "--out", str(tmp_path / "whole.vcf.gz")])
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--engine", "copying", "--region", region,
+         "--out", str(tmp_path / "part.vcf.gz")])
+    whole, part = _records(tmp_path / "whole.vcf.gz"), _records(tmp_path / "part.vcf.gz")
+    assert part and all(r in whole for r in part)
+
+
+def test_a_compact_panel_imputes_as_its_vcf_and_a_foreign_file_is_refused(tmp_path):
+    compact = tmp_path / "panel.gpanel"
+    result = run(["panel", str(PANEL), "--out", str(compact)])
+    assert "records" in result.output
+    assert run(["panel", str(PANEL), "--out", str(compact)], ok=False).exit_code == 1  # exists, no --force
+    for ref, name in ((PANEL, "vcf"), (compact, "compact")):
+        run(["-q", "impute", str(TARGET_PHASED), "--ref", str(ref), "--engine", "copying",
+             "--out", str(tmp_path / f"{name}.vcf.gz")])
+    assert _records(tmp_path / "vcf.vcf.gz") == _records(tmp_path / "compact.vcf.gz")
+    foreign = tmp_path / "foreign.npz"
+    np.savez(foreign, packed=np.zeros(3))
+    result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(foreign), "--out", str(tmp_path / "x.vcf.gz")],
+                 ok=False)
+    assert result.exit_code == 1 and "expected a compact panel of format" in result.output
