@@ -38,6 +38,8 @@ from genimpute.config import CopyingSettings
 
 # posterior below which a state's alleles are not read at untyped records
 MIN_POSTERIOR = 1e-5
+# records whose minor allele has at most this many copies are read through their carriers (minor_carriers)
+SPARSE_LIMIT = 1024
 
 
 @nb.njit(cache=True)
@@ -135,10 +137,50 @@ def _allele(packed, record, haplotype):
 
 
 @nb.njit(cache=True)
-def _impute_gap(packed, records, weights, start, stop, states, left, right, out_column):
-    """P(alt) at untyped records[start:stop] (one gap between typed sites)
-    from the posteriors at its left and right typed sites, interpolated by
-    `weights` (0 at the left site, 1 at the right)."""
+def minor_carriers(packed, records, n_haplotypes, limit):
+    """(starts, carriers, minor_is_alt) of records: for each record whose
+    minor allele has at most `limit` copies, the haplotypes carrying it,
+    carriers[starts[i]:starts[i + 1]] (empty for the others), and which
+    allele is minor. A rare record's P(alt) is then a sum over the few
+    carriers among a query's states instead of a read of every state."""
+    n = len(records)
+    alt_counts = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        for h in range(n_haplotypes):
+            alt_counts[i] += _allele(packed, records[i], h)
+    minor_is_alt = 2 * alt_counts <= n_haplotypes
+    starts = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        minor = alt_counts[i] if minor_is_alt[i] else n_haplotypes - alt_counts[i]
+        starts[i + 1] = starts[i] + (minor if minor <= limit else 0)
+    carriers = np.empty(starts[n], dtype=np.int32)
+    for i in range(n):
+        if starts[i + 1] == starts[i]:
+            continue
+        at = starts[i]
+        wanted = 1 if minor_is_alt[i] else 0
+        for byte in range(packed.shape[1]):
+            value = packed[records[i], byte]
+            if (value == 0 and wanted == 1) or (value == 255 and wanted == 0):
+                continue
+            for bit in range(8):
+                h = byte * 8 + bit
+                if h < n_haplotypes and ((value >> (7 - bit)) & 1) == wanted:
+                    carriers[at] = h
+                    at += 1
+    return starts, carriers, minor_is_alt
+
+
+@nb.njit(cache=True)
+def _impute_gap(untyped, start, stop, states, slot, left, right, out_column):
+    """P(alt) at untyped records start..stop - 1 (one gap between typed
+    sites) from the posteriors at its left and right typed sites,
+    interpolated by their weights (0 at the left site, 1 at the right).
+    slot (H,): each haplotype's index among `states`, -1 for none.
+
+    A record reads whichever is fewer: its minor allele's carriers
+    (minor_carriers) or the states above MIN_POSTERIOR at either site."""
+    packed, records, weights, starts, carriers, minor_is_alt = untyped
     active = np.empty(len(states), dtype=np.int32)
     n_active = 0
     for s in range(len(states)):
@@ -147,17 +189,27 @@ def _impute_gap(packed, records, weights, start, stop, states, left, right, out_
             n_active += 1
     for r in range(start, stop):
         from_left, from_right = 0.0, 0.0
-        for a in range(n_active):
-            s = active[a]
-            if _allele(packed, records[r], states[s]):
-                from_left += left[s]
-                from_right += right[s]
+        n_carriers = starts[r + 1] - starts[r]
+        if 0 < n_carriers < n_active:
+            for c in range(starts[r], starts[r + 1]):
+                s = slot[carriers[c]]
+                if s >= 0:
+                    from_left += left[s]
+                    from_right += right[s]
+            if not minor_is_alt[r]:  # the sums were of REF: the states sum to 1 at each site
+                from_left, from_right = 1.0 - from_left, 1.0 - from_right
+        else:
+            for a in range(n_active):
+                s = active[a]
+                if _allele(packed, records[r], states[s]):
+                    from_left += left[s]
+                    from_right += right[s]
         out_column[r] = (1.0 - weights[r]) * from_left + weights[r] * from_right
 
 
 @nb.njit(cache=True)
 def _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                      packed, records, weights, gap_bounds, out_column):
+                      untyped, gap_bounds, slot, out_column):
     """Forward-backward over typed sites [first, last); imputes the untyped
     records of gaps core_first..core_last - 1 (gap j: after typed site j,
     gap_bounds[j + 1] .. gap_bounds[j + 2] of `records`; gap -1 is before
@@ -191,30 +243,31 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
             posterior[s] /= total
         if core_first <= j < core_last:
             gap_right = right if j < last - 1 else posterior  # after the last typed site: its posterior alone
-            _impute_gap(packed, records, weights, gap_bounds[j + 1], gap_bounds[j + 2], states, posterior,
-                        gap_right, out_column)
-        if j == core_first == 0:  # before the first typed site: its posterior alone
-            _impute_gap(packed, records, weights, gap_bounds[0], gap_bounds[1], states, posterior, posterior,
+            _impute_gap(untyped, gap_bounds[j + 1], gap_bounds[j + 2], states, slot, posterior, gap_right,
                         out_column)
+        if j == core_first == 0:  # before the first typed site: its posterior alone
+            _impute_gap(untyped, gap_bounds[0], gap_bounds[1], states, slot, posterior, posterior, out_column)
         right[:] = posterior
 
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(alleles, queries, excluded, order, zeros_before, first, last, core_first, core_last,
-                    jump_cm, settings_numbers, packed, records, weights, gap_bounds):
+                    jump_cm, settings_numbers, untyped, gap_bounds):
     """(len(records), Q) P(alt) of Q query haplotypes (queries (t, Q) int8)."""
     neighbours, max_states = int(settings_numbers[0]), int(settings_numbers[1])
     ne, error = settings_numbers[2], settings_numbers[3]
     n_queries = queries.shape[1]
-    out = np.zeros((n_queries, len(records)), dtype=np.float32)
+    out = np.zeros((n_queries, len(untyped[1])), dtype=np.float32)
     for q in nb.prange(n_queries):
         counts = np.zeros(order.shape[1], dtype=np.int32)
         query = queries[:, q].copy()
         states = _select_states(order, zeros_before, alleles, query, first, last, neighbours, max_states,
                                 excluded[q], counts)
+        slot = np.full(order.shape[1], -1, dtype=np.int32)
+        slot[states] = np.arange(len(states), dtype=np.int32)
         jump_rate = -np.expm1(-0.04 * ne * jump_cm / len(states))
         _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                          packed, records, weights, gap_bounds, out[q])
+                          untyped, gap_bounds, slot, out[q])
     return out.T.copy()
 
 
@@ -273,7 +326,9 @@ class ContigModel:
         start = 0 if segment.core_first == 0 else self.gap_bounds[segment.core_first + 1]
         stop = self.gap_bounds[segment.core_last + 1]
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
+        records = self.untyped_rows[start:stop].astype(np.int64)
+        untyped = (self.packed, records, self.weights[start:stop],
+                   *minor_carriers(self.packed, records, self.alleles.shape[1], SPARSE_LIMIT))
         return _impute_segment(self.alleles, np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
                                self.order, self.zeros_before, segment.first, segment.last, segment.core_first,
-                               segment.core_last, self.jump_cm, numbers, self.packed,
-                               self.untyped_rows[start:stop].astype(np.int64), self.weights[start:stop], local_bounds)
+                               segment.core_last, self.jump_cm, numbers, untyped, local_bounds)

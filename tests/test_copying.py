@@ -10,7 +10,7 @@ from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
 from genimpute.config import CopyingSettings
-from genimpute.copying import ContigModel, pbwt_index
+from genimpute.copying import ContigModel, minor_carriers, pbwt_index
 from genimpute.panel import ReferencePanel
 
 
@@ -187,3 +187,15 @@ def test_a_compact_panel_imputes_as_its_vcf_and_a_foreign_file_is_refused(tmp_pa
     result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(foreign), "--out", str(tmp_path / "x.vcf.gz")],
                  ok=False)
     assert result.exit_code == 1 and "expected a compact panel of format" in result.output
+
+
+def test_minor_carriers_are_the_haplotypes_of_each_records_minor_allele():
+    rng = np.random.default_rng(6)
+    alleles = (rng.random((50, 37)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 37: a ragged last byte
+    records = np.arange(50, dtype=np.int64)
+    starts, carriers, minor_is_alt = minor_carriers(np.packbits(alleles, axis=1), records, 37, 10)
+    for r in records:
+        minor = alleles[r] if minor_is_alt[r] else 1 - alleles[r]
+        assert minor_is_alt[r] == (2 * alleles[r].sum() <= 37)
+        expected = np.nonzero(minor)[0] if minor.sum() <= 10 else []
+        assert carriers[starts[r]:starts[r + 1]].tolist() == list(expected)
