@@ -197,7 +197,6 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
     from genimpute.impute import impute as run_impute
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.regions import parse_region
-    from genimpute.runtime import pick_device
 
     region = _run(parse_region, region) if region else None
     model_dir = Path(model_dir) if model_dir else PRETRAINED_DIR if ref else default_model_dir()
@@ -208,7 +207,7 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
         out = f"{stem}.imputed.vcf.gz"
     if validate and not 0 < validate_fraction <= 0.5:
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
-    summary = _run(run_impute, target, model_dir, out, _run(pick_device, device),
+    summary = _run(run_impute, target, model_dir, out, device,
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
                    audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None)

@@ -12,7 +12,6 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
 from genimpute import __version__
@@ -22,11 +21,8 @@ from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
-from genimpute.modeldir import load_model_dir
 from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference, samples_in_panel
-from genimpute.predict import target_window_probabilities
 from genimpute.regions import Region
-from genimpute.validation import validate
 from genimpute.windows import plan_windows, typed_record_windows
 
 log = logging.getLogger(__name__)
@@ -40,6 +36,34 @@ class _Contig:
     key: str
     name: str  # as the target writes it
     panel_index: int | None  # None when the panel lacks this contig
+
+
+@dataclass
+class _ModelSource:
+    """The model directory's model, loaded on first use: with a reference
+    panel given, a copying run without missing calls or --validate never
+    needs it, nor torch (1.3 s to import here)."""
+
+    model_dir: Path
+    panel: ReferencePanel | None  # None: the directory's own
+    device_name: object  # a torch.device, or a name for runtime.pick_device
+    _loaded: object = None
+
+    def loaded(self):
+        if self._loaded is None:
+            from genimpute.modeldir import load_model_dir
+            from genimpute.runtime import pick_device
+
+            self._loaded = load_model_dir(self.model_dir, self.panel)
+            device = pick_device(self.device_name) if isinstance(self.device_name, str) else self.device_name
+            self._loaded.model.to(device)
+            self.device = device
+        return self._loaded
+
+    def model(self):
+        """(model on its device, window settings, device)."""
+        loaded = self.loaded()
+        return loaded.model, loaded.config.window, self.device
 
 
 class _RecordFormatter:
@@ -204,7 +228,7 @@ def _context_exclusions(panel: ReferencePanel, aln: Alignment, target: TargetDat
     return exclude
 
 
-def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible) -> dict:
+def _fill_missing(source: _ModelSource, panel, aln, typed_mask, exclude, eligible) -> dict:
     """P(alt) (2S,) of every target haplotype at each typed record (among
     `eligible` ones) where some call is missing, by panel record: imputed
     like an untyped record, from the other typed records around it.
@@ -218,6 +242,9 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     n_wanted = int((has_missing & eligible).sum())
     if not n_wanted:
         return {}
+    from genimpute.predict import target_window_probabilities
+
+    model, wcfg, device = source.model()
     # Blocks of 20 records interleaved by 5 (defaults) keep most of a record's
     # nearest typed neighbours as evidence (measured, BENCHMARKS.md: 97.4% of
     # filled calls right, 96.7% with contiguous blocks, at about as many windows)
@@ -236,6 +263,20 @@ def _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, eligible
     return filled
 
 
+def _model_windows(source: _ModelSource, panel, aln, typed_mask, contigs, in_region, exclude):
+    """({contig key: windows}, window -> (U, 2S) P(alt)) of the model's windows."""
+    from genimpute.predict import target_window_probabilities
+
+    model, wcfg, device = source.model()
+    windows = {
+        c.key: [w for w in plan_windows(panel.contig_index, panel.positions, typed_mask, wcfg.untyped, wcfg.typed,
+                                        [c.panel_index]) if in_region[w.predicted].any()]
+        for c in contigs if c.panel_index is not None
+    }
+    return windows, partial(target_window_probabilities, model, panel=panel, aln=aln, wcfg=wcfg, device=device,
+                            exclude=exclude)
+
+
 def _copying_segments(panel, aln, typed_mask, contigs, in_region, settings, exclude):
     """({contig key: segments}, segment -> (U, 2S) P(alt)) of the region-wide copying model."""
     models, segments = {}, {}
@@ -250,8 +291,7 @@ def _copying_segments(panel, aln, typed_mask, contigs, in_region, settings, excl
 
     def probabilities(segment):
         model = models[segment.contig]
-        queries = aln.alleles_at(model.typed_rows)  # (t, 2S)
-        return model.probabilities(segment, queries, excluded)
+        return model.probabilities(segment, aln.alleles_at(model.typed_rows), excluded)
 
     return segments, probabilities
 
@@ -260,7 +300,7 @@ def impute(
     target_path: str | Path,
     model_dir: str | Path,
     out: str | Path,
-    device: torch.device,
+    device,  # a torch.device, or a name for runtime.pick_device: 'auto', 'cpu', 'cuda:N'
     force: bool = False,
     progress: bool = True,
     validate_fraction: float | None = None,
@@ -297,16 +337,16 @@ def impute(
 
     With `copying`, untyped records are imputed by the region-wide copying
     model (genimpute.copying) with those settings instead of the model's
-    windows."""
+    windows; the model then only fills missing calls and runs --validate."""
     started = time.monotonic()
     if audit is not None and Path(audit).exists() and not force:
         raise InputError(f"--report {audit} exists; use --force to overwrite it")
-    loaded = load_model_dir(model_dir, read_reference(ref) if ref is not None else None)
-    model = loaded.model.to(device)
-    panel, wcfg = loaded.panel, loaded.config.window
+    reference = read_reference(ref) if ref is not None else None
+    source = _ModelSource(Path(model_dir), reference, device)
+    panel = reference if reference is not None else source.loaded().panel
     if genetic_map is not None:
         panel = panel.with_genetic_map(genetic_map)
-    elif ref is not None and loaded.provenance.get("genetic_map"):
+    elif ref is not None and copying is None and source.loaded().provenance.get("genetic_map"):
         log.warning("the model was trained with a genetic map and none was given (--map): taking 1 cM per Mb")
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
@@ -327,34 +367,36 @@ def impute(
     if not aln.phased:
         aln = _phase(aln, panel, target, phaser, genetic_map, target_path,
                      [c.panel_index for c in contigs if c.panel_index is not None], exclude)
-    windows_by_contig = {
-        c.key: [w for w in plan_windows(panel.contig_index, panel.positions, typed_mask, wcfg.untyped, wcfg.typed,
-                                        [c.panel_index]) if in_region[w.predicted].any()]
-        for c in contigs if c.panel_index is not None
-    }
-    window_probabilities = partial(target_window_probabilities, model, panel=panel, aln=aln, wcfg=wcfg,
-                                   device=device, exclude=exclude)
-    if copying is not None:
+    if copying is None:
+        windows_by_contig, window_probabilities = _model_windows(source, panel, aln, typed_mask, contigs, in_region,
+                                                                 exclude)
+        engine = f"{Path(model_dir).resolve()} ({source.loaded().config.model.name}, " \
+                 f"{source.loaded().provenance.get('steps')} steps)"
+    else:
         windows_by_contig, window_probabilities = _copying_segments(panel, aln, typed_mask, contigs, in_region,
                                                                     copying, exclude)
+        engine = f"copying engine ({', '.join(f'{k}={v}' for k, v in dataclasses.asdict(copying).items())})"
     n_windows = sum(len(w) for w in windows_by_contig.values())
     log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows), n_windows)
 
     meta = {
         "source": f"genimpute {__version__}",
         "genimputeCommand": " ".join(sys.argv),
-        "genimputeModel": f"{Path(model_dir).resolve()} ({loaded.config.model.name}, {loaded.provenance.get('steps')} steps)",
+        "genimputeModel": engine,
     }
     if ref is not None:
         meta["genimputeReference"] = str(Path(ref).resolve())
     validation = None
     if validate_fraction is not None:
+        from genimpute.validation import validate
+
+        model, wcfg, device = source.model()
         validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, device,
                               eligible=in_region, exclude=exclude)
         meta["genimputeValidation"] = validation.header_value()
         log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
-    filled = _fill_missing(model, panel, aln, typed_mask, wcfg, device, exclude, in_region)
+    filled = _fill_missing(source, panel, aln, typed_mask, exclude, in_region)
     fmt = _RecordFormatter(panel, target, aln, filled)
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
     log_every = max(1, n_windows // 10)

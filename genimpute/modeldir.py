@@ -18,13 +18,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from genimpute.config import RunConfig
 from genimpute.errors import CheckpointError
-from genimpute.models import build_model
 from genimpute.panel import ReferencePanel
+
+if TYPE_CHECKING:  # torch is imported where weights are read or written: the paths here need none of it
+    import torch
 
 CONFIG, WEIGHTS, PROVENANCE, PANEL, CHECKPOINT = (
     "config.json", "model.pt", "provenance.json", "panel.npz", "checkpoint.pt",
@@ -60,10 +61,14 @@ def write_json(path: Path, obj: dict) -> None:
 
 
 def save_torch(path: Path, obj: dict) -> None:
+    import torch
+
     atomic_write(path, lambda tmp: torch.save(obj, tmp))
 
 
 def load_torch(path: Path) -> dict:
+    import torch
+
     if not path.is_file():
         raise CheckpointError(f"{path}: no such file")
     try:
@@ -97,6 +102,8 @@ def read_settings(directory: str | Path) -> tuple[RunConfig, dict]:
 
 def load_weights(directory: str | Path) -> tuple[torch.nn.Module, RunConfig, dict]:
     """The model in `directory` (in eval mode), its settings and provenance."""
+    from genimpute.models import build_model
+
     directory = Path(directory)
     config, provenance = read_settings(directory)
     model = build_model(config.model)

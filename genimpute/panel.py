@@ -172,8 +172,11 @@ def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Pat
 
 def read_reference(path: str | Path) -> ReferencePanel:
     """A reference panel from a VCF/BCF, or from a compact panel file written by `genimpute panel`."""
-    with open(path, "rb") as handle:
-        compact = handle.read(4) == _ZIP_MAGIC
+    try:
+        with open(path, "rb") as handle:
+            compact = handle.read(4) == _ZIP_MAGIC
+    except OSError:  # the VCF reader says what is wrong with the path
+        compact = False
     if not compact:
         return ReferencePanel.from_vcf(path)
     try:

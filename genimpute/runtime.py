@@ -6,17 +6,23 @@ import atexit
 import ctypes
 import gc
 import logging
+from typing import TYPE_CHECKING
 
-import torch
 from threadpoolctl import threadpool_limits
 
 from genimpute.errors import GenimputeError
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """'auto' takes CUDA when present, else the CPU."""
+    """'auto' takes CUDA when present, else the CPU. Torch is imported here,
+    not at the top: a command that runs no model does without it."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from genimpute.config import MASKED
 
@@ -151,6 +150,8 @@ def nearest_haplotypes(queries: np.ndarray, panel: np.ndarray, k: int, exclude: 
     exclude: (B, H) bool, haplotypes a query may not use (its own sample)
     weights: (t,) positive integers, each site's count in the distance (default 1)
     """
+    import torch  # here alone: the copying engine plans no window context and need not import it
+
     n_hap = len(panel)
     if len(queries) == 0:
         return np.empty((0, k), dtype=np.int64)

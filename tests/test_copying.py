@@ -2,6 +2,8 @@
 textbook implementation, its state choice, and imputation through the CLI."""
 
 import gzip
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -199,3 +201,14 @@ def test_minor_carriers_are_the_haplotypes_of_each_records_minor_allele():
         assert minor_is_alt[r] == (2 * alleles[r].sum() <= 37)
         expected = np.nonzero(minor)[0] if minor.sum() <= 10 else []
         assert carriers[starts[r]:starts[r + 1]].tolist() == list(expected)
+
+
+def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):
+    """Torch costs 1.3 s to import here; a copying run with --ref, no missing calls and no --validate needs none."""
+    code = ("import sys\nfrom genimpute.cli import main\n"
+            f"sys.argv = ['genimpute', '-q', 'impute', '{TARGET_PHASED}', '--ref', '{PANEL}', '--engine', 'copying', "
+            f"'--out', '{tmp_path / 'out.vcf.gz'}']\n"
+            "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "print('torch' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "False"
