@@ -73,16 +73,13 @@ def pbwt_index(alleles):
 
 
 @nb.njit(cache=True)
-def _select_states(order, zeros_before, alleles, query, first, last, neighbours, max_states, excluded, counts):
-    """States of one query over typed sites [first, last): the haplotypes
-    within `neighbours` of its place in the PBWT order at each site, the
-    `max_states` most often chosen (ties to the lower index), ascending.
-    `excluded` (a sample index, or -1) is never chosen; `counts` (H,) int32
-    zeros, returned zeroed."""
+def _walk(order, zeros_before, alleles, query, first, last, neighbours, excluded, counts, chosen, n_chosen):
+    """Add to chosen[:n_chosen] (returning its new length) the haplotypes
+    within `neighbours` of the query's place in the PBWT order at each
+    typed site of [first, last), counting each choice in `counts` (H,);
+    `excluded` (a sample index, or -1) is never chosen."""
     n = order.shape[1]
     place = 0
-    chosen = np.empty(n, dtype=np.int32)
-    n_chosen = 0
     for j in range(first, last):
         allele = query[j]
         if allele < 0:  # a missing call follows the neighbour just above
@@ -97,6 +94,24 @@ def _select_states(order, zeros_before, alleles, query, first, last, neighbours,
                 chosen[n_chosen] = h
                 n_chosen += 1
             counts[h] += 1
+    return n_chosen
+
+
+@nb.njit(cache=True)
+def _select_states(forward_index, backward_index, query, first, last, neighbours, max_states, excluded, counts):
+    """States of one query over typed sites [first, last): the haplotypes
+    sharing the longest runs of alleles with it ending at each site (a PBWT
+    of the sites left to right) and starting there (right to left), the
+    `max_states` most often chosen (ties to the lower index), ascending.
+    Each index is (order, zeros_before, alleles) of pbwt_index; `counts`
+    (H,) int32 zeros, returned zeroed."""
+    n = counts.shape[0]
+    t = len(query)
+    chosen = np.empty(n, dtype=np.int32)
+    n_chosen = _walk(forward_index[0], forward_index[1], forward_index[2], query, first, last, neighbours, excluded,
+                     counts, chosen, 0)
+    n_chosen = _walk(backward_index[0], backward_index[1], backward_index[2], query[::-1].copy(), t - last,
+                     t - first, neighbours, excluded, counts, chosen, n_chosen)
     states = chosen[:n_chosen].copy()
     if n_chosen > max_states:
         key = np.empty(n_chosen, dtype=np.int64)
@@ -209,11 +224,13 @@ def _impute_gap(untyped, start, stop, states, slot, left, right, out_column):
 
 @nb.njit(cache=True)
 def _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                      untyped, gap_bounds, slot, out_column):
+                      untyped, gap_bounds, slot, out_column, typed_column):
     """Forward-backward over typed sites [first, last); imputes the untyped
     records of gaps core_first..core_last - 1 (gap j: after typed site j,
     gap_bounds[j + 1] .. gap_bounds[j + 2] of `records`; gap -1 is before
-    the first typed site) into out_column."""
+    the first typed site) into out_column (none with an empty out_column),
+    and the typed sites of the core where the query has no call into
+    typed_column (t,)."""
     k = len(states)
     forward = _forward(alleles, query, states, first, last, jump_rate, error)
     backward = np.ones(k, dtype=np.float64)
@@ -241,6 +258,13 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
             total += posterior[s]
         for s in range(k):
             posterior[s] /= total
+        if core_first <= j < core_last and query[j] < 0:
+            alt = 0.0
+            for s in range(k):
+                alt += posterior[s] * alleles[j, states[s]]
+            typed_column[j] = alt
+        if not len(out_column):  # typed sites only
+            continue
         if core_first <= j < core_last:
             gap_right = right if j < last - 1 else posterior  # after the last typed site: its posterior alone
             _impute_gap(untyped, gap_bounds[j + 1], gap_bounds[j + 2], states, slot, posterior, gap_right,
@@ -251,34 +275,40 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
 
 
 @nb.njit(cache=True, parallel=True)
-def _impute_segment(alleles, queries, excluded, order, zeros_before, first, last, core_first, core_last,
+def _impute_segment(queries, excluded, forward_index, backward_index, first, last, core_first, core_last,
                     jump_cm, settings_numbers, untyped, gap_bounds):
-    """(len(records), Q) P(alt) of Q query haplotypes (queries (t, Q) int8)."""
+    """((len(records), Q), (t, Q)) P(alt) of Q query haplotypes (queries
+    (t, Q) int8) at the untyped records of untyped[1] (none if it is empty)
+    and at the typed sites of the core where a query has no call (NaN at
+    the others)."""
+    alleles = forward_index[2]
     neighbours, max_states = int(settings_numbers[0]), int(settings_numbers[1])
     ne, error = settings_numbers[2], settings_numbers[3]
-    n_queries = queries.shape[1]
+    n_queries, n_haplotypes = queries.shape[1], alleles.shape[1]
     out = np.zeros((n_queries, len(untyped[1])), dtype=np.float32)
+    typed_out = np.full((n_queries, queries.shape[0]), np.nan, dtype=np.float32)
+    # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
+    jump_rate = -np.expm1(-0.04 * ne * jump_cm / n_haplotypes)
     for q in nb.prange(n_queries):
-        counts = np.zeros(order.shape[1], dtype=np.int32)
+        counts = np.zeros(n_haplotypes, dtype=np.int32)
         query = queries[:, q].copy()
-        states = _select_states(order, zeros_before, alleles, query, first, last, neighbours, max_states,
+        states = _select_states(forward_index, backward_index, query, first, last, neighbours, max_states,
                                 excluded[q], counts)
-        slot = np.full(order.shape[1], -1, dtype=np.int32)
+        slot = np.full(n_haplotypes, -1, dtype=np.int32)
         slot[states] = np.arange(len(states), dtype=np.int32)
-        jump_rate = -np.expm1(-0.04 * ne * jump_cm / len(states))
         _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                          untyped, gap_bounds, slot, out[q])
-    return out.T.copy()
+                          untyped, gap_bounds, slot, out[q], typed_out[q])
+    return out.T.copy(), typed_out.T.copy()
 
 
 @dataclass(frozen=True)
 class Segment:
-    """Untyped records of one contig imputed by one forward-backward."""
+    """Typed sites of one contig whose gaps one forward-backward imputes."""
     contig: int
-    predicted: np.ndarray  # panel records, increasing
+    predicted: np.ndarray  # the gaps' untyped panel records, increasing
     first: int  # typed sites [first, last) of the contig that the forward-backward reads
     last: int
-    core_first: int  # gaps core_first .. core_last - 1 whose untyped records it imputes
+    core_first: int  # gaps (and typed sites) core_first .. core_last - 1 that it imputes
     core_last: int
 
 
@@ -292,7 +322,9 @@ class ContigModel:
         self.typed_rows = rows[typed_mask[rows]]
         self.untyped_rows = rows[~typed_mask[rows]]
         self.alleles = np.ascontiguousarray(panel.haplotypes(self.typed_rows))  # (t, H)
-        self.order, self.zeros_before = pbwt_index(self.alleles)
+        self.forward_index = (*pbwt_index(self.alleles), self.alleles)
+        reversed_alleles = np.ascontiguousarray(self.alleles[::-1])
+        self.backward_index = (*pbwt_index(reversed_alleles), reversed_alleles)
         cm = panel.centimorgans
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
@@ -304,31 +336,46 @@ class ContigModel:
         self.weights = np.where(span > 0, (cm[self.untyped_rows] - left) / np.where(span > 0, span, 1), 0.5)
         self.weights = np.clip(self.weights, 0, 1)
 
-    def segments(self) -> list[Segment]:
+    def segments(self, with_untyped_only: bool = True) -> list[Segment]:
+        """The contig's segments, in order; only those with untyped records by default."""
         t, size, margin = len(self.typed_rows), self.settings.segment_sites, self.settings.margin_sites
         segments = []
         for core_first in range(0, t, size):
             core_last = min(t, core_first + size)
-            start = 0 if core_first == 0 else self.gap_bounds[core_first + 1]
-            stop = self.gap_bounds[core_last + 1]
-            if start == stop:
-                continue
-            segments.append(Segment(self.contig, self.untyped_rows[start:stop], max(0, core_first - margin),
-                                    min(t, core_last + margin), core_first, core_last))
+            start, stop = self._untyped_span(core_first, core_last)
+            if start < stop or not with_untyped_only:
+                segments.append(Segment(self.contig, self.untyped_rows[start:stop], max(0, core_first - margin),
+                                        min(t, core_last + margin), core_first, core_last))
         return segments
 
-    def probabilities(self, segment: Segment, queries: np.ndarray, excluded: np.ndarray) -> np.ndarray:
-        """(len(segment.predicted), Q) P(alt); queries (t, Q) int8 alleles
-        at the contig's typed sites (negative: missing); excluded (Q,) the
+    def _untyped_span(self, core_first: int, core_last: int) -> tuple[int, int]:
+        """[start, stop) of untyped_rows in gaps core_first .. core_last - 1 (and before the first typed site)."""
+        return 0 if core_first == 0 else self.gap_bounds[core_first + 1], self.gap_bounds[core_last + 1]
+
+    def probabilities(self, segment: Segment, queries: np.ndarray, excluded: np.ndarray,
+                      untyped: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """((len(segment.predicted), Q), (t, Q)) P(alt) at the segment's
+        untyped records (none unless `untyped`) and at its typed sites where
+        a query has no call (NaN elsewhere); queries (t, Q) int8 alleles at
+        the contig's typed sites (negative: no call); excluded (Q,) the
         panel sample each query may not copy (-1: none)."""
         s = self.settings
         numbers = np.array([s.neighbours, s.max_states, s.ne, s.error], dtype=np.float64)
-        start = 0 if segment.core_first == 0 else self.gap_bounds[segment.core_first + 1]
-        stop = self.gap_bounds[segment.core_last + 1]
+        start, stop = self._untyped_span(segment.core_first, segment.core_last)
+        if not untyped:
+            stop = start
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
-        untyped = (self.packed, records, self.weights[start:stop],
-                   *minor_carriers(self.packed, records, self.alleles.shape[1], SPARSE_LIMIT))
-        return _impute_segment(self.alleles, np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
-                               self.order, self.zeros_before, segment.first, segment.last, segment.core_first,
-                               segment.core_last, self.jump_cm, numbers, untyped, local_bounds)
+        carriers = minor_carriers(self.packed, records, self.alleles.shape[1], SPARSE_LIMIT)
+        return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
+                               self.forward_index, self.backward_index, segment.first, segment.last,
+                               segment.core_first, segment.core_last, self.jump_cm, numbers,
+                               (self.packed, records, self.weights[start:stop], *carriers), local_bounds)
+
+    def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+        """(t, Q) P(alt) at the typed sites where a query has no call (NaN elsewhere)."""
+        out = np.full(queries.shape, np.nan, dtype=np.float32)
+        for segment in self.segments(with_untyped_only=False):
+            typed = self.probabilities(segment, queries, excluded, untyped=False)[1]
+            out[segment.core_first:segment.core_last] = typed[segment.core_first:segment.core_last]
+        return out

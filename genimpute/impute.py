@@ -40,9 +40,8 @@ class _Contig:
 
 @dataclass
 class _ModelSource:
-    """The model directory's model, loaded on first use: with a reference
-    panel given, a copying run without missing calls or --validate never
-    needs it, nor torch (1.3 s to import here)."""
+    """The model directory's model, loaded on first use: a copying run with
+    a reference panel given never needs it, nor torch (1.3 s to import here)."""
 
     model_dir: Path
     panel: ReferencePanel | None  # None: the directory's own
@@ -277,23 +276,71 @@ def _model_windows(source: _ModelSource, panel, aln, typed_mask, contigs, in_reg
                             exclude=exclude)
 
 
-def _copying_segments(panel, aln, typed_mask, contigs, in_region, settings, exclude):
-    """({contig key: segments}, segment -> (U, 2S) P(alt)) of the region-wide copying model."""
-    models, segments = {}, {}
-    for c in contigs:
-        if c.panel_index is not None:
-            models[c.panel_index] = ContigModel(panel, c.panel_index, typed_mask, settings)
-            segments[c.key] = [s for s in models[c.panel_index].segments() if in_region[s.predicted].any()]
-    excluded = np.full(aln.haplotypes.shape[1], -1, dtype=np.int64)
-    if exclude is not None:
-        has = exclude.any(axis=1)
-        excluded[has] = exclude[has].argmax(axis=1) // 2
+class _CopyingEngine:
+    """The region-wide copying model (genimpute.copying) on the target's
+    typed sites, contig by contig: untyped records, missing calls and
+    --validate's hidden sites alike."""
 
-    def probabilities(segment):
-        model = models[segment.contig]
-        return model.probabilities(segment, aln.alleles_at(model.typed_rows), excluded)
+    def __init__(self, panel: ReferencePanel, aln: Alignment, typed_mask: np.ndarray, settings: CopyingSettings,
+                 exclude: np.ndarray | None):
+        self.panel, self.aln, self.typed_mask, self.settings = panel, aln, typed_mask, settings
+        self.models: dict[int, ContigModel] = {}
+        self.excluded = np.full(aln.haplotypes.shape[1], -1, dtype=np.int64)  # the panel sample each may not copy
+        if exclude is not None:
+            has = exclude.any(axis=1)
+            self.excluded[has] = exclude[has].argmax(axis=1) // 2
 
-    return segments, probabilities
+    def model(self, contig: int) -> ContigModel:
+        if contig not in self.models:
+            self.models[contig] = ContigModel(self.panel, contig, self.typed_mask, self.settings)
+        return self.models[contig]
+
+    def segments(self, contigs: list, in_region: np.ndarray) -> dict:
+        """{contig key: segments with records in the region}."""
+        return {c.key: [s for s in self.model(c.panel_index).segments() if in_region[s.predicted].any()]
+                for c in contigs if c.panel_index is not None}
+
+    def probabilities(self, segment) -> np.ndarray:
+        """(U, 2S) P(alt) at the segment's untyped records."""
+        model = self.model(segment.contig)
+        return model.probabilities(segment, self.aln.alleles_at(model.typed_rows), self.excluded)[0]
+
+    def _at_sites(self, contig: int, wanted: np.ndarray, hide: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(records, P(alt), observed alleles), each (u, 2S) but records
+        (u,): the typed records of `contig` that `wanted` (M,) marks, P(alt)
+        at their missing calls (at all their calls if `hide`, as if those
+        were missing too; NaN at the others)."""
+        model = self.model(contig)
+        observed = self.aln.alleles_at(model.typed_rows)
+        wanted = wanted[model.typed_rows]
+        queries = observed.copy()
+        if hide:
+            queries[wanted] = MISSING
+        probs = model.typed_probabilities(queries, self.excluded)
+        return model.typed_rows[wanted], probs[wanted], observed[wanted]
+
+    def fill_missing(self, eligible: np.ndarray) -> dict:
+        """P(alt) (2S,) of every target haplotype at each typed record (among
+        `eligible` ones) where some call is missing, by panel record (as
+        _fill_missing; NaN where the call is there)."""
+        has_missing = np.zeros(len(self.panel), dtype=bool)
+        has_missing[self.aln.panel_rows[(self.aln.haplotypes == MISSING).any(axis=1)]] = True
+        has_missing &= eligible
+        filled = {}
+        for contig in np.unique(self.panel.contig_index[has_missing]):
+            rows, probs, _ = self._at_sites(int(contig), has_missing, hide=False)
+            filled.update(zip(rows.tolist(), probs))
+        if filled:
+            log.info("%d typed records have missing calls: imputed by the copying model", len(filled))
+        return filled
+
+    def validate(self, fraction: float, seed: int, eligible: np.ndarray):
+        """genimpute.validation's estimate, the hidden sites imputed by the copying model."""
+        from genimpute.validation import masked_sites, score
+
+        masked = masked_sites(self.panel, self.typed_mask, fraction, seed, eligible)
+        predictions = (self._at_sites(int(c), masked, hide=True)[1:] for c in np.unique(self.panel.contig_index[masked]))
+        return score(predictions, fraction, seed, int(masked.sum()))
 
 
 def impute(
@@ -337,7 +384,8 @@ def impute(
 
     With `copying`, untyped records are imputed by the region-wide copying
     model (genimpute.copying) with those settings instead of the model's
-    windows; the model then only fills missing calls and runs --validate."""
+    windows, missing calls and --validate's hidden sites included: the
+    model directory is then read only for its panel when `ref` is None."""
     started = time.monotonic()
     if audit is not None and Path(audit).exists() and not force:
         raise InputError(f"--report {audit} exists; use --force to overwrite it")
@@ -373,8 +421,9 @@ def impute(
         engine = f"{Path(model_dir).resolve()} ({source.loaded().config.model.name}, " \
                  f"{source.loaded().provenance.get('steps')} steps)"
     else:
-        windows_by_contig, window_probabilities = _copying_segments(panel, aln, typed_mask, contigs, in_region,
-                                                                    copying, exclude)
+        copying_engine = _CopyingEngine(panel, aln, typed_mask, copying, exclude)
+        windows_by_contig, window_probabilities = copying_engine.segments(contigs, in_region), \
+            copying_engine.probabilities
         engine = f"copying engine ({', '.join(f'{k}={v}' for k, v in dataclasses.asdict(copying).items())})"
     n_windows = sum(len(w) for w in windows_by_contig.values())
     log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows), n_windows)
@@ -388,15 +437,19 @@ def impute(
         meta["genimputeReference"] = str(Path(ref).resolve())
     validation = None
     if validate_fraction is not None:
-        from genimpute.validation import validate
+        if copying is None:
+            from genimpute.validation import validate
 
-        model, wcfg, device = source.model()
-        validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, device,
-                              eligible=in_region, exclude=exclude)
+            model, wcfg, device = source.model()
+            validation = validate(model, panel, aln, typed_mask, wcfg, validate_fraction, seed, device,
+                                  eligible=in_region, exclude=exclude)
+        else:
+            validation = copying_engine.validate(validate_fraction, seed, in_region)
         meta["genimputeValidation"] = validation.header_value()
         log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
-    filled = _fill_missing(source, panel, aln, typed_mask, exclude, in_region)
+    filled = _fill_missing(source, panel, aln, typed_mask, exclude, in_region) if copying is None \
+        else copying_engine.fill_missing(in_region)
     fmt = _RecordFormatter(panel, target, aln, filled)
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
     log_every = max(1, n_windows // 10)

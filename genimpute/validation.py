@@ -10,15 +10,17 @@ use it: that still sees every typed site.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from genimpute.config import WindowConfig
 from genimpute.errors import InputError
 from genimpute.panel import Alignment, ReferencePanel
-from genimpute.predict import target_window_probabilities
 from genimpute.windows import Window, plan_windows
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,31 @@ def validation_windows(panel: ReferencePanel, typed_mask: np.ndarray, masked: np
                         predict_mask=masked)
 
 
+def score(predictions, fraction: float, seed: int, masked_sites: int) -> ValidationResult:
+    """Empirical r2 and concordance of the diploid calls the target has at
+    the hidden sites, from (probs, truth) pairs, each (u, 2S): P(alt) and
+    the observed alleles of u hidden records."""
+    dosages, best_guesses, observed = [], [], []
+    for probs, truth in predictions:
+        called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)  # missing and haploid calls are not scored
+        dosages.append((probs[:, 0::2] + probs[:, 1::2])[called])
+        best_guesses.append(((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))[called])  # as the output GT
+        observed.append((truth[:, 0::2] + truth[:, 1::2])[called].astype(np.float64))
+    x, y = np.concatenate(dosages).ravel(), np.concatenate(observed).ravel()
+    r2 = float(np.corrcoef(x, y)[0, 1] ** 2) if x.std() > 0 and y.std() > 0 else float("nan")
+    concordance = float((np.concatenate(best_guesses).ravel() == y).mean())
+    return ValidationResult(fraction, seed, masked_sites, r2, concordance)
+
+
+def masked_sites(panel: ReferencePanel, typed_mask: np.ndarray, fraction: float, seed: int,
+                 eligible: np.ndarray | None = None) -> np.ndarray:
+    """choose_masked, or one clear error when there is nothing to hide."""
+    masked = choose_masked(panel, typed_mask, fraction, seed, eligible)
+    if not masked.any():
+        raise InputError("--validate: expected typed sites to hide (at least two typed sites on a contig); found none")
+    return masked
+
+
 def validate(
     model: torch.nn.Module,
     panel: ReferencePanel,
@@ -79,21 +106,14 @@ def validate(
     eligible: np.ndarray | None = None,
     exclude: np.ndarray | None = None,
 ) -> ValidationResult:
-    """Hide typed sites (among `eligible` records), impute them, score the
-    diploid calls the target has there. `exclude`: (2S, H) panel haplotypes
-    each target haplotype may not have as context."""
-    masked = choose_masked(panel, typed_mask, fraction, seed, eligible)
-    if not masked.any():
-        raise InputError("--validate: expected typed sites to hide (at least two typed sites on a contig); found none")
-    dosages, best_guesses, observed = [], [], []
-    for window in validation_windows(panel, typed_mask, masked, wcfg, fraction):
-        probs = target_window_probabilities(model, window, panel, aln, wcfg, device, exclude)  # (u, 2S)
-        truth = aln.alleles_at(window.predicted)
-        called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)  # missing and haploid calls are not scored
-        dosages.append((probs[:, 0::2] + probs[:, 1::2])[called])
-        best_guesses.append(((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))[called])  # as the output GT
-        observed.append((truth[:, 0::2] + truth[:, 1::2])[called].astype(np.float64))
-    x, y = np.concatenate(dosages).ravel(), np.concatenate(observed).ravel()
-    r2 = float(np.corrcoef(x, y)[0, 1] ** 2) if x.std() > 0 and y.std() > 0 else float("nan")
-    concordance = float((np.concatenate(best_guesses).ravel() == y).mean())
-    return ValidationResult(fraction, seed, int(masked.sum()), r2, concordance)
+    """Hide typed sites (among `eligible` records), impute them with the
+    model's windows, score the diploid calls the target has there.
+    `exclude`: (2S, H) panel haplotypes each target haplotype may not have
+    as context."""
+    from genimpute.predict import target_window_probabilities
+
+    masked = masked_sites(panel, typed_mask, fraction, seed, eligible)
+    windows = validation_windows(panel, typed_mask, masked, wcfg, fraction)
+    predictions = ((target_window_probabilities(model, w, panel, aln, wcfg, device, exclude),
+                    aln.alleles_at(w.predicted)) for w in windows)
+    return score(predictions, fraction, seed, int(masked.sum()))

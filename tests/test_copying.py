@@ -16,8 +16,10 @@ from genimpute.copying import ContigModel, minor_carriers, pbwt_index
 from genimpute.panel import ReferencePanel
 
 
-def _panel(alleles: np.ndarray, cm_step: float = 1e-4) -> ReferencePanel:
-    """A one-contig panel of alleles (M, H), records 100 bp and cm_step cM apart (1 cM per Mb)."""
+def _panel(alleles: np.ndarray, cm_step: float = 1e-5) -> ReferencePanel:
+    """A one-contig panel of alleles (M, H), records 100 bp and cm_step cM
+    apart (0.1 cM per Mb: with tens of haplotypes, about as many switches
+    per cM as a real panel has with thousands)."""
     m, h = alleles.shape
     return ReferencePanel(
         samples=[f"s{i}" for i in range(h // 2)], contig_names=["20"], contig_index=np.zeros(m, np.int32),
@@ -43,7 +45,7 @@ def _textbook_probabilities(alleles, typed, query, cm, ne, error):
     x = alleles[typed]
     t, k = x.shape
     emit = np.where(x == query[:, None], 1 - error, error)
-    rho = -np.expm1(-0.04 * ne * np.diff(cm[typed]) / k)
+    rho = -np.expm1(-0.04 * ne * np.diff(cm[typed]) / k)  # k: every panel haplotype
     forward, backward = np.zeros((t, k)), np.ones((t, k))
     forward[0] = emit[0] / k
     for j in range(1, t):
@@ -75,9 +77,9 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
     model = ContigModel(_panel(alleles, cm_step=0.05), 0, typed, settings)
     [segment] = model.segments()
     queries = rng.integers(0, 2, (typed.sum(), 3)).astype(np.int8)
-    got = model.probabilities(segment, queries, np.full(3, -1))
+    got = model.probabilities(segment, queries, np.full(3, -1))[0]
     for q in range(3):
-        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m, dtype=np.float64) * 0.05, 300.0, 0.02)
+        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m) * 0.05, 300.0, 0.02)
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
 
@@ -91,9 +93,9 @@ def test_a_query_copying_one_haplotype_gets_its_alleles_and_an_excluded_sample_i
     [segment] = model.segments()
     copied = 13
     query = alleles[typed][:, [copied]].astype(np.int8)
-    got = model.probabilities(segment, query, np.array([-1]))[:, 0]
+    got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
     np.testing.assert_allclose(got, alleles[~typed, copied], atol=0.01)
-    excluded = model.probabilities(segment, query, np.array([copied // 2]))[:, 0]
+    excluded = model.probabilities(segment, query, np.array([copied // 2]))[0][:, 0]
     assert np.abs(excluded - alleles[~typed, copied]).max() > 0.5
 
 
@@ -105,7 +107,7 @@ def test_missing_calls_leave_the_copied_haplotype_found():
     [segment] = model.segments()
     query = alleles[typed][:, [7]].astype(np.int8)
     query[::5] = -1
-    got = model.probabilities(segment, query, np.array([-1]))[:, 0]
+    got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
     np.testing.assert_allclose(got, alleles[~typed, 7], atol=0.01)
 
 
@@ -122,8 +124,8 @@ def test_segments_cover_every_untyped_record_once_and_agree_with_one_pass():
     covered = np.concatenate([s.predicted for s in segments])
     assert len(segments) > 4 and covered.tolist() == np.nonzero(~typed)[0].tolist()
     queries = alleles[typed][:, :6].astype(np.int8)
-    one = whole.probabilities(whole.segments()[0], queries, np.full(6, -1))
-    split = np.concatenate([pieces.probabilities(s, queries, np.full(6, -1)) for s in segments])
+    one = whole.probabilities(whole.segments()[0], queries, np.full(6, -1))[0]
+    split = np.concatenate([pieces.probabilities(s, queries, np.full(6, -1))[0] for s in segments])
     assert np.abs(one - split).mean() < 0.01
 
 
@@ -137,9 +139,9 @@ def test_outputs_do_not_depend_on_the_thread_count():
     previous = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = model.probabilities(segment, queries, np.full(20, -1))
+        one = model.probabilities(segment, queries, np.full(20, -1))[0]
         numba.set_num_threads(previous)
-        many = model.probabilities(segment, queries, np.full(20, -1))
+        many = model.probabilities(segment, queries, np.full(20, -1))[0]
     finally:
         numba.set_num_threads(previous)
     assert one.tobytes() == many.tobytes()
@@ -212,3 +214,41 @@ def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):
             "print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_missing_calls_are_imputed_from_the_posterior_at_their_site():
+    rng = np.random.default_rng(7)
+    alleles = rng.integers(0, 2, (300, 30)).astype(np.uint8)
+    typed = rng.random(300) < 0.4
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
+    query = alleles[typed][:, [11]].astype(np.int8)
+    hidden = np.arange(len(query)) % 7 == 3
+    query[hidden] = -1
+    got = model.typed_probabilities(query, np.array([-1]))[:, 0]
+    assert np.isnan(got[~hidden]).all()
+    np.testing.assert_allclose(got[hidden], alleles[typed][hidden, 11], atol=0.01)
+
+
+def test_copying_fills_missing_calls_and_validates_without_a_model(tmp_path):
+    import vcf_edit
+
+    header, records = vcf_edit.read_lines()
+    plain = {r[1]: list(r) for r in records}  # before hide_calls edits the records
+    hidden = vcf_edit.hide_calls(records, 0.05, seed=3)
+    target = vcf_edit.write(tmp_path / "missing.vcf", header, records)
+    result = run(["-q", "impute", str(target), "--ref", str(PANEL), "--engine", "copying", "--validate",
+                  "--out", str(tmp_path / "out.vcf.gz")])
+    assert "empirical r2" in result.output
+    out = [r for r in _records(tmp_path / "out.vcf.gz") if r[1] in plain]
+    right = 0
+    for record in out:
+        n_hidden = sum((record[1], s) in hidden for s in range(9, len(record)))
+        assert ("IMPMISS=%d" % n_hidden in record[7]) == (n_hidden > 0)
+        for s in range(9, len(record)):
+            if (record[1], s) in hidden:
+                right += record[s].split(":")[0] == plain[record[1]][s].split(":")[0]
+    assert right >= 0.9 * len(hidden)
+    with gzip.open(tmp_path / "out.vcf.gz", "rt") as handle:
+        header_lines = [line for line in handle if line.startswith("##genimpute")]
+    assert any(line.startswith("##genimputeValidation=<MaskedSites=") for line in header_lines)
+    assert any("copying engine" in line for line in header_lines)
