@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Large panels and large cohorts (issues 23, 24): the simulated series of
-# ../shared/scale (make it first, as its README says), imputed by genimpute's
-# copying engine (`impute --ref PANEL --map --engine copying`), by the
-# pretrained model's windows (ENGINES), Beagle 5.4 and Minimac4, each with the
-# map and 2 threads, one tool at a time. For each panel size and cohort size:
-# wall time and peak RSS (the median of ROUNDS runs), the ratio to Beagle's,
-# and aggregate r2 by MAF bin against the targets' truth.
+# ../shared/scale (make it first, as its README says), imputed by genimpute
+# (`impute --ref PANEL.gpanel --engine E`, the panel converted once by
+# `genimpute panel --map`, as Minimac4's is compressed once; load time
+# included), Beagle 5.4 (the VCF panel) and Minimac4, each with the map and 2
+# threads, one tool at a time. For each panel size and cohort size: wall time
+# and peak RSS (the median of ROUNDS runs), the ratio to Beagle's, and
+# aggregate r2 by MAF bin against the targets' truth. The conversions' and
+# Minimac4's compression times are printed once per panel.
 #
 #   bash benchmarks/scale_series.sh SCALE_DIR [out dir]   (default benchmarks/out/scale)
 #   env: PANELS (default "1000 4000 16000"), COHORTS (default "100 1000"),
@@ -42,18 +44,24 @@ done
 
 for p in $panels; do
   panel=$scale/panel.$p.vcf.gz
+  echo "panel $p samples, converted once:"
+  kept "convert.$p" || timed "convert.$p" genimpute panel "$panel" --map "$scale/const.map" \
+    --out "panel.$p.gpanel" --force
+  if ! kept "compress.$p"; then
+    /usr/bin/time -f "%e %M" -o "compress.$p.time" minimac4 --compress-reference "$panel" > "minimac4.$p.msav" 2> /dev/null
+    report "compress.$p"
+  fi
   for n in $cohorts; do
     job=$p.$n
     echo "panel $p samples, $n targets:"
     for e in $engines; do
-      median_of "genimpute_$e.$job" genimpute -q impute "targets.$n.vcf.gz" --ref "$panel" --map "$scale/const.map" \
+      median_of "genimpute_$e.$job" genimpute -q impute "targets.$n.vcf.gz" --ref "panel.$p.gpanel" \
         --engine "$e" --out "genimpute_$e.$job.vcf.gz" --force
     done
     median_of "beagle.$job" beagle ref="$panel" gt="targets.$n.vcf.gz" map="$scale/const.map" out="beagle.$job" nthreads=2
-    minimac4 --compress-reference "$panel" > "minimac4.$p.msav" 2> /dev/null
     median_of "minimac4.$job" minimac4 -t 2 -f GT,DS -m "$scale/const.map" -O vcf.gz -o "minimac4.$job.vcf.gz" \
       "minimac4.$p.msav" "targets.$n.vcf.gz"
-    for e in $engines; do ratio "genimpute_$e.$job" "beagle.$job"; done
+    for e in $engines; do ratio "genimpute_$e.$job" "beagle.$job"; ratio "genimpute_$e.$job" "minimac4.$job"; done
     labels="" files=()
     for e in $engines; do labels+="genimpute_$e,"; files+=("genimpute_$e.$job.vcf.gz"); done
     genimpute evaluate --truth "truth.$n.vcf.gz" --ref "$panel" --labels "${labels}beagle,minimac4" \

@@ -184,9 +184,10 @@ def _checked_config(build) -> RunConfig:
                    "backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...).")
-@click.option("--engine", type=click.Choice(["model", "copying"]), default="model", show_default=True,
-              help="model: the model's passes, window by window; copying: one copying-model pass per target "
-                   "haplotype along each contig, over states chosen by a PBWT of the panel (panels of thousands).")
+@click.option("--engine", type=click.Choice(["auto", "copying", "model"]), default="auto", show_default=True,
+              help="copying: one copying-model pass per target haplotype along each contig, over states chosen by "
+                   "PBWTs of the panel; model: the model directory's backbone, window by window; auto: copying with "
+                   "--ref and no --model, else model.")
 @click.option("--ne", type=float, default=CopyingSettings.ne, show_default=True,
               help="Effective population size in the copying engine's switch rate.")
 @click.pass_context
@@ -199,6 +200,8 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
     from genimpute.regions import parse_region
 
     region = _run(parse_region, region) if region else None
+    if engine == "auto":
+        engine = "copying" if ref and not model_dir else "model"
     model_dir = Path(model_dir) if model_dir else PRETRAINED_DIR if ref else default_model_dir()
     if out is None:
         stem = Path(target).name

@@ -133,7 +133,7 @@ class CopyingSettings:
     """The region-wide copying engine's settings (genimpute.copying)."""
 
     neighbours: int = 8  # PBWT neighbours taken on each side of the target at every typed site, each direction
-    max_states: int = 2000  # most states per haplotype and segment: the most often chosen are kept
+    max_states: int = 400  # most states per haplotype and segment: the most often chosen are kept
     ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes)
     error: float = 1e-3  # probability of showing an allele other than the copied one
     segment_sites: int = 2000  # typed sites each forward-backward imputes

@@ -5,6 +5,7 @@ train step."""
 import gzip
 from pathlib import Path
 
+import pytest
 import torch
 from cli_helpers import TINY, run
 from paths import ARRAY, DATA, PANEL, TARGET_PHASED
@@ -32,12 +33,15 @@ def test_pretrained_model_is_small_has_no_panel_and_names_its_training_data():
     assert loaded.provenance["finished"] and loaded.provenance["steps"] > 0
 
 
-def test_impute_with_ref_and_no_model_uses_the_pretrained_model(tmp_path, monkeypatch):
+@pytest.mark.parametrize("engine, header", [([], "copying engine ("),
+                                            (["--engine", "model"], f"{PRETRAINED_DIR.resolve()} (match,")])
+def test_impute_with_ref_and_no_model_uses_the_copying_engine_or_the_pretrained_model(tmp_path, monkeypatch, engine,
+                                                                                       header):
     monkeypatch.setenv("GENIMPUTE_MODEL", str(tmp_path / "no-such-model"))  # --ref alone ignores it
     out = tmp_path / "pretrained.vcf.gz"
-    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(out)])
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(out), *engine])
     with gzip.open(out, "rt") as handle:
-        assert f"##genimputeModel={PRETRAINED_DIR.resolve()} (match," in handle.read()
+        assert f"##genimputeModel={header}" in handle.read()
     scores = evaluate(DATA / "targets.truth.vcf.gz", [out, DATA / "beagle.imputed.vcf.gz"], ["pretrained", "beagle"],
                       PANEL).overall()["aggregate_r2"]
     assert scores["pretrained"] >= scores["beagle"] - MAX_GAP_TO_BEAGLE
