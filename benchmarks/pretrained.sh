@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The pretrained model (issue 4, goal 2): no training on the target region.
-# `genimpute impute TARGETS --ref panel.vcf.gz` with the model shipped in the
+# `genimpute impute TARGETS --ref panel.vcf.gz --engine model` with the model shipped in the
 # package (or MODEL) next to Beagle 5.4 and Minimac4 from the same run, on
 #   - chr20_1kgp1's Omni2.5 and OmniExpress targets;
 #   - HapMap CEU chr20:8-12 Mb, the region the model's training left out of
@@ -28,8 +28,8 @@ map=$shared/maps/plink.chr20.GRCh37.map  # the genetic map, for genimpute and Be
 mkdir -p "$out"
 cd "$out"
 source "$root/benchmarks/lib.sh"
-model=()
-[[ -n ${MODEL:-} ]] && model=(--model "$MODEL")
+model=(--engine model)  # the model, not the copying engine that --ref alone runs
+[[ -n ${MODEL:-} ]] && model=(--engine model --model "$MODEL")
 
 for a in $arrays; do
   targets=$data/targets.$a.vcf.gz

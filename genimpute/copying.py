@@ -37,7 +37,7 @@ import numpy as np
 from genimpute.config import CopyingSettings
 
 # posterior below which a state's alleles are not read at untyped records
-MIN_POSTERIOR = 1e-5
+MIN_POSTERIOR = 1e-4
 # records whose minor allele has at most this many copies are read through their carriers (minor_carriers)
 SPARSE_LIMIT = 1024
 
@@ -124,25 +124,40 @@ def _select_states(forward_index, backward_index, query, first, last, neighbours
 
 
 @nb.njit(cache=True)
-def _forward(alleles, query, states, first, last, jump_rate, error):
-    """(last - first, K) normalised forward probabilities over typed sites [first, last)."""
-    k = len(states)
-    out = np.empty((last - first, k), dtype=np.float32)
-    previous = np.empty(k, dtype=np.float64)
+def _state_alleles(alleles, states, first, last):
+    """(last - first, K) the states' alleles at typed sites [first, last),
+    gathered once for the forward and the backward sweeps."""
+    out = np.empty((last - first, len(states)), dtype=np.uint8)
     for j in range(first, last):
+        for s in range(len(states)):
+            out[j - first, s] = alleles[j, states[s]]
+    return out
+
+
+@nb.njit(cache=True)
+def _emit(state_alleles, query, i, error, out):
+    """out[s] = P(the query's call at site i | copying state s): 1 with no call."""
+    for s in range(len(out)):
+        out[s] = 1.0 if query < 0 else (1.0 - error if state_alleles[i, s] == query else error)
+
+
+@nb.njit(cache=True)
+def _forward(state_alleles, query, first, jump_rate, error):
+    """(sites, K) normalised forward probabilities over typed sites first .. first + sites - 1."""
+    n, k = state_alleles.shape
+    out = np.empty((n, k), dtype=np.float32)
+    previous = np.zeros(k, dtype=np.float64)
+    emit = np.empty(k, dtype=np.float64)
+    for i in range(n):
+        _emit(state_alleles, query[first + i], i, error, emit)
+        stay, jump = (0.0, 1.0 / k) if i == 0 else (1.0 - jump_rate[first + i - 1], jump_rate[first + i - 1] / k)
         total = 0.0
-        stay = 1.0 if j == first else 1.0 - jump_rate[j - 1]
-        jump = 1.0 / k if j == first else jump_rate[j - 1] / k
         for s in range(k):
-            prior = jump if j == first else stay * previous[s] + jump
-            emit = 1.0
-            if query[j] >= 0:
-                emit = 1.0 - error if alleles[j, states[s]] == query[j] else error
-            previous[s] = prior * emit
+            previous[s] = (stay * previous[s] + jump) * emit[s]
             total += previous[s]
         for s in range(k):
             previous[s] /= total
-            out[j - first, s] = previous[s]
+            out[i, s] = previous[s]
     return out
 
 
@@ -159,10 +174,14 @@ def minor_carriers(packed, records, n_haplotypes, limit):
     allele is minor. A rare record's P(alt) is then a sum over the few
     carriers among a query's states instead of a read of every state."""
     n = len(records)
+    ones = np.zeros(256, dtype=np.int64)  # set bits of each byte value
+    for value in range(256):
+        for bit in range(8):
+            ones[value] += (value >> bit) & 1
     alt_counts = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        for h in range(n_haplotypes):
-            alt_counts[i] += _allele(packed, records[i], h)
+    for i in range(n):  # bits past the last haplotype are 0 (np.packbits pads with zeros)
+        for byte in range(packed.shape[1]):
+            alt_counts[i] += ones[packed[records[i], byte]]
     minor_is_alt = 2 * alt_counts <= n_haplotypes
     starts = np.zeros(n + 1, dtype=np.int64)
     for i in range(n):
@@ -232,23 +251,22 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
     and the typed sites of the core where the query has no call into
     typed_column (t,)."""
     k = len(states)
-    forward = _forward(alleles, query, states, first, last, jump_rate, error)
+    state_alleles = _state_alleles(alleles, states, first, last)
+    forward = _forward(state_alleles, query, first, jump_rate, error)
     backward = np.ones(k, dtype=np.float64)
+    emit = np.empty(k, dtype=np.float64)
     posterior = np.empty(k, dtype=np.float64)
     right = np.empty(k, dtype=np.float64)
     for j in range(last - 1, first - 1, -1):
         if j < last - 1:  # backward to site j from site j + 1
-            total, emitted = 0.0, np.empty(k, dtype=np.float64)
+            _emit(state_alleles, query[j + 1], j + 1 - first, error, emit)
+            total = 0.0
             for s in range(k):
-                emit = 1.0
-                if query[j + 1] >= 0:
-                    emit = 1.0 - error if alleles[j + 1, states[s]] == query[j + 1] else error
-                emitted[s] = emit * backward[s]
-                total += emitted[s]
+                emit[s] *= backward[s]
+                total += emit[s]
+            stay, jump, scale = 1.0 - jump_rate[j], jump_rate[j] / k * total, 0.0
             for s in range(k):
-                backward[s] = ((1.0 - jump_rate[j]) * emitted[s] + jump_rate[j] / k * total)
-            scale = 0.0
-            for s in range(k):
+                backward[s] = stay * emit[s] + jump
                 scale += backward[s]
             for s in range(k):
                 backward[s] /= scale
@@ -261,7 +279,7 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
         if core_first <= j < core_last and query[j] < 0:
             alt = 0.0
             for s in range(k):
-                alt += posterior[s] * alleles[j, states[s]]
+                alt += posterior[s] * state_alleles[j - first, s]
             typed_column[j] = alt
         if not len(out_column):  # typed sites only
             continue
