@@ -137,8 +137,9 @@ def _state_alleles(alleles, states, first, last):
 @nb.njit(cache=True)
 def _emit(state_alleles, query, i, error, out):
     """out[s] = P(the query's call at site i | copying state s): 1 with no call."""
+    match, mismatch = np.float32(1.0 - error), np.float32(error)
     for s in range(len(out)):
-        out[s] = 1.0 if query < 0 else (1.0 - error if state_alleles[i, s] == query else error)
+        out[s] = np.float32(1.0) if query < 0 else (match if state_alleles[i, s] == query else mismatch)
 
 
 @nb.njit(cache=True)
@@ -146,12 +147,13 @@ def _forward(state_alleles, query, first, jump_rate, error):
     """(sites, K) normalised forward probabilities over typed sites first .. first + sites - 1."""
     n, k = state_alleles.shape
     out = np.empty((n, k), dtype=np.float32)
-    previous = np.zeros(k, dtype=np.float64)
-    emit = np.empty(k, dtype=np.float64)
+    previous = np.zeros(k, dtype=np.float32)
+    emit = np.empty(k, dtype=np.float32)
     for i in range(n):
         _emit(state_alleles, query[first + i], i, error, emit)
-        stay, jump = (0.0, 1.0 / k) if i == 0 else (1.0 - jump_rate[first + i - 1], jump_rate[first + i - 1] / k)
-        total = 0.0
+        stay, jump = (np.float32(0.0), np.float32(1.0 / k)) if i == 0 else \
+            (np.float32(1.0 - jump_rate[first + i - 1]), np.float32(jump_rate[first + i - 1] / k))
+        total = np.float32(0.0)
         for s in range(k):
             previous[s] = (stay * previous[s] + jump) * emit[s]
             total += previous[s]
@@ -253,24 +255,24 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
     k = len(states)
     state_alleles = _state_alleles(alleles, states, first, last)
     forward = _forward(state_alleles, query, first, jump_rate, error)
-    backward = np.ones(k, dtype=np.float64)
-    emit = np.empty(k, dtype=np.float64)
-    posterior = np.empty(k, dtype=np.float64)
-    right = np.empty(k, dtype=np.float64)
+    backward = np.ones(k, dtype=np.float32)
+    emit = np.empty(k, dtype=np.float32)
+    posterior = np.empty(k, dtype=np.float32)
+    right = np.empty(k, dtype=np.float32)
     for j in range(last - 1, first - 1, -1):
         if j < last - 1:  # backward to site j from site j + 1
             _emit(state_alleles, query[j + 1], j + 1 - first, error, emit)
-            total = 0.0
+            total = np.float32(0.0)
             for s in range(k):
                 emit[s] *= backward[s]
                 total += emit[s]
-            stay, jump, scale = 1.0 - jump_rate[j], jump_rate[j] / k * total, 0.0
+            stay, jump, scale = np.float32(1.0 - jump_rate[j]), np.float32(jump_rate[j] / k * total), np.float32(0.0)
             for s in range(k):
                 backward[s] = stay * emit[s] + jump
                 scale += backward[s]
             for s in range(k):
                 backward[s] /= scale
-        total = 0.0
+        total = np.float32(0.0)
         for s in range(k):
             posterior[s] = forward[j - first, s] * backward[s]
             total += posterior[s]
