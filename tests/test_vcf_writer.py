@@ -291,3 +291,25 @@ def test_writer_failure_while_indexing_leaves_nothing(tmp_path):
             writer.write_header(SAMPLES, ["20"], {})
             writer.write_records(FIXED[::-1], INFO[::-1], "GT:DS:GP", genotype_columns(P1[::-1], P2[::-1]))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bgzf_blocks_compressed_in_threads_read_back_in_order(tmp_path):
+    import gzip
+    import struct
+
+    from genimpute.io.bgzf import BLOCK, EOF_BLOCK, BgzfWriter
+
+    data = b"".join(b"20\t%d\t.\tA\tC\n" % i for i in range(300_000))  # about 4 MB: dozens of blocks
+    writer = BgzfWriter(tmp_path / "x.gz", threads=3)
+    for start in range(0, len(data), 100_000):  # writes that straddle blocks
+        writer.write(data[start:start + 100_000])
+    writer.close()
+    raw = (tmp_path / "x.gz").read_bytes()
+    assert gzip.decompress(raw) == data and raw.endswith(EOF_BLOCK)
+    at, sizes = 0, []
+    while at < len(raw):  # every member is a BGZF block whose BC field gives its size
+        assert raw[at:at + 4] == b"\x1f\x8b\x08\x04" and raw[at + 12:at + 14] == b"BC"
+        size = struct.unpack("<H", raw[at + 16:at + 18])[0] + 1
+        sizes.append(struct.unpack("<I", raw[at + size - 4:at + size])[0])  # its uncompressed length
+        at += size
+    assert at == len(raw) and max(sizes) == BLOCK and sum(sizes) == len(data)

@@ -17,6 +17,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.errors import InputError
+from genimpute.io.bgzf import BgzfWriter
 
 _RESOLUTION = 1000  # three decimals
 
@@ -171,9 +172,7 @@ class VcfWriter:
         self.records = 0
 
     def __enter__(self):
-        import pysam
-
-        self.handle = pysam.BGZFile(str(self.tmp), "wb")
+        self.handle = BgzfWriter(self.tmp)
         return self
 
     def write_header(self, samples: list, contigs: list, meta: dict) -> None:
