@@ -318,7 +318,7 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
         slot[states] = np.arange(len(states), dtype=np.int32)
         _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
                           untyped, gap_bounds, slot, out[q], typed_out[q])
-    return out.T.copy(), typed_out.T.copy()
+    return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
 @dataclass(frozen=True)
