@@ -1,12 +1,14 @@
-"""Held-out panel samples of a large panel, imputed by Beagle 5.4, by
-genimpute (pretrained, `impute --ref`) and by the region-wide copying model
-(genimpute.copying), side by side by MAF bin, with each one's wall time.
+"""Held-out panel samples of a large panel, imputed by Beagle 5.4, by the
+pretrained model's windows (`impute --ref --engine model`) and by the
+copying engine (genimpute.copying, with the settings asked for), side by
+side by MAF bin, with each one's wall time.
 
 N samples of PANEL are held out (a seeded draw), typed at ARRAY's sites,
 and imputed with the rest of PANEL as the reference and MAP as the genetic
 map. No target of the scale series is used, so settings may be chosen here.
 
-    python benchmarks/heldout_large_panel.py PANEL ARRAY MAP OUT_DIR [--held-out 100] [--tools beagle,genimpute,copying]
+    python benchmarks/heldout_large_panel.py PANEL ARRAY MAP OUT_DIR [--held-out 100] [--tools beagle,model,copying]
+        [--copying ne=3e5,neighbours=8]
 
 Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file; a tool's
 output already there is reused (delete it to rerun).
@@ -29,13 +31,12 @@ from genimpute.train import pooled_r2
 
 _COPYING = """
 import logging; logging.basicConfig(level=logging.INFO)
-from genimpute.copying import CopyingSettings
+from genimpute.config import CopyingSettings
 from genimpute.impute import impute
 from genimpute.modeldir import PRETRAINED_DIR
-from genimpute.runtime import pick_device
 settings = {{k: float(v) if '.' in v or 'e' in v else int(v) for k, v in
             (x.split('=') for x in '{settings}'.split(',') if x)}}
-impute('{gt}', PRETRAINED_DIR, '{out}', pick_device('cpu'), progress=False, genetic_map='{map}', ref='{ref}',
+impute('{gt}', PRETRAINED_DIR, '{out}', 'cpu', progress=False, genetic_map='{map}', ref='{ref}',
        copying=CopyingSettings(**settings))
 """
 
@@ -98,16 +99,16 @@ def main() -> None:
     parser.add_argument("panel"), parser.add_argument("array"), parser.add_argument("map"), parser.add_argument("out")
     parser.add_argument("--held-out", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--tools", default="beagle,genimpute,copying")
-    parser.add_argument("--copying", default="", help="copying model settings, as ne=1e5,neighbours=4")
+    parser.add_argument("--tools", default="beagle,model,copying")
+    parser.add_argument("--copying", default="", help="copying engine settings (CopyingSettings), as ne=3e5,neighbours=8")
     args = parser.parse_args()
     out = Path(args.out)
     ref, gt, held_out = make_inputs(args.panel, args.array, out, args.held_out, args.seed)
     commands = {
         "beagle": (["beagle", f"ref={ref}", f"gt={gt}", f"map={args.map}", f"out={out / 'beagle'}", "nthreads=2"],
                    out / "beagle.vcf.gz"),
-        "genimpute": (["genimpute", "-q", "impute", str(gt), "--ref", str(ref), "--map", args.map,
-                       "--out", str(out / "genimpute.vcf.gz")], out / "genimpute.vcf.gz"),
+        "model": (["genimpute", "-q", "impute", str(gt), "--ref", str(ref), "--map", args.map, "--engine", "model",
+                   "--out", str(out / "model.vcf.gz")], out / "model.vcf.gz"),
     }
     if "copying" in args.tools:  # in this process, with the settings asked for
         name = "copying" + args.copying.replace("=", "").replace(",", "_")
