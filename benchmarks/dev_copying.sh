@@ -15,7 +15,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${SHARED_DATA:-$root/../shared/data}
 out=${1:-$root/benchmarks/out/dev_copying}
 arrays=${ARRAYS:-omni2.5 omniexpress}
-rounds=${ROUNDS:-3}
 data=$shared/chr20_1kgp1
 panel=$data/panel.vcf.gz
 map=$shared/maps/plink.chr20.GRCh37.map
@@ -23,12 +22,6 @@ mkdir -p "$out"
 cd "$out"
 source "$root/benchmarks/lib.sh"
 
-median_of() {  # median_of NAME CMD... : ROUNDS timed runs; NAME.time keeps the median wall's line
-  local name=$1; shift
-  for r in $(seq "$rounds"); do timed "$name.r$r" "$@" > /dev/null; done
-  sort -n "$name".r*.time | sed -n "$(( (rounds + 1) / 2 ))p" > "$name.time"
-  report "$name" "(median of $rounds)"
-}
 
 kept convert || timed convert genimpute panel "$panel" --map "$map" --out panel.gpanel --force
 for a in $arrays; do

@@ -17,6 +17,13 @@ report() {  # report NAME [NOTE] : print NAME.time
   printf '  %-28s wall %8.1f s  peak RSS %5.2f GB%s\n' "$1" "$wall" "$(echo "$kb / 1048576" | bc -l)" "${2:+  $2}"
 }
 
+median_of() {  # median_of NAME CMD... : ROUNDS (default 3) timed runs; NAME.time keeps the median wall's line
+  local name=$1 rounds=${ROUNDS:-3}; shift
+  for r in $(seq "$rounds"); do timed "$name.r$r" "$@" > /dev/null; done
+  sort -n "$name".r*.time | sed -n "$(( (rounds + 1) / 2 ))p" > "$name.time"
+  report "$name" "(median of $rounds)"
+}
+
 kept() {  # kept NAME : true, and NAME's figures printed, if an earlier run finished NAME
   # (time writes NAME.time when the command ends, so a killed step leaves it empty)
   [[ -s $1.time ]] && report "$1" "(kept from an earlier run)"

@@ -21,17 +21,10 @@ out=${2:-$root/benchmarks/out/scale}
 panels=${PANELS:-1000 4000 16000}
 cohorts=${COHORTS:-100 1000}
 engines=${ENGINES:-copying}
-rounds=${ROUNDS:-3}
 mkdir -p "$out"
 cd "$out"
 source "$root/benchmarks/lib.sh"
 
-median_of() {  # median_of NAME CMD... : ROUNDS timed runs; NAME.time keeps the median wall's line
-  local name=$1; shift
-  for r in $(seq "$rounds"); do timed "$name.r$r" "$@" > /dev/null; done
-  sort -n "$name".r*.time | sed -n "$(( (rounds + 1) / 2 ))p" > "$name.time"
-  report "$name" "(median of $rounds)"
-}
 
 for n in $cohorts; do
   [[ -s targets.$n.vcf.gz.tbi ]] || {

@@ -28,6 +28,16 @@ def _panel(alleles: np.ndarray, cm_step: float = 1e-5) -> ReferencePanel:
         centimorgans=np.arange(m, dtype=np.float64) * cm_step)
 
 
+def _random_model(seed: int, m: int, h: int, typed_share: float):
+    """(rng, alleles (m, h), typed (m,), ContigModel, its one segment) of a random panel."""
+    rng = np.random.default_rng(seed)
+    alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
+    typed = rng.random(m) < typed_share
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
+    [segment] = model.segments()
+    return rng, alleles, typed, model, segment
+
+
 def test_pbwt_orders_haplotypes_by_their_reversed_prefixes():
     alleles = np.random.default_rng(0).integers(0, 2, (30, 50)).astype(np.uint8)
     order, zeros_before = pbwt_index(alleles)
@@ -85,12 +95,7 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
 
 
 def test_a_query_copying_one_haplotype_gets_its_alleles_and_an_excluded_sample_is_not_copied():
-    rng = np.random.default_rng(2)
-    m, h = 400, 40
-    alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
-    typed = rng.random(m) < 0.3
-    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
-    [segment] = model.segments()
+    _, alleles, typed, model, segment = _random_model(2, 400, 40, 0.3)
     copied = 13
     query = alleles[typed][:, [copied]].astype(np.int8)
     got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
@@ -100,11 +105,7 @@ def test_a_query_copying_one_haplotype_gets_its_alleles_and_an_excluded_sample_i
 
 
 def test_missing_calls_leave_the_copied_haplotype_found():
-    rng = np.random.default_rng(3)
-    alleles = rng.integers(0, 2, (300, 30)).astype(np.uint8)
-    typed = rng.random(300) < 0.4
-    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
-    [segment] = model.segments()
+    _, alleles, typed, model, segment = _random_model(3, 300, 30, 0.4)
     query = alleles[typed][:, [7]].astype(np.int8)
     query[::5] = -1
     got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
@@ -130,11 +131,7 @@ def test_segments_cover_every_untyped_record_once_and_agree_with_one_pass():
 
 
 def test_outputs_do_not_depend_on_the_thread_count():
-    rng = np.random.default_rng(5)
-    alleles = rng.integers(0, 2, (500, 50)).astype(np.uint8)
-    typed = rng.random(500) < 0.3
-    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
-    [segment] = model.segments()
+    rng, alleles, typed, model, segment = _random_model(5, 500, 50, 0.3)
     queries = rng.integers(0, 2, (typed.sum(), 20)).astype(np.int8)
     previous = numba.get_num_threads()
     try:
@@ -217,10 +214,7 @@ def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):
 
 
 def test_missing_calls_are_imputed_from_the_posterior_at_their_site():
-    rng = np.random.default_rng(7)
-    alleles = rng.integers(0, 2, (300, 30)).astype(np.uint8)
-    typed = rng.random(300) < 0.4
-    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
+    _, alleles, typed, model, _ = _random_model(7, 300, 30, 0.4)
     query = alleles[typed][:, [11]].astype(np.int8)
     hidden = np.arange(len(query)) % 7 == 3
     query[hidden] = -1
