@@ -132,7 +132,7 @@ DEFAULT_VALIDATION_FRACTION = 0.05
 class CopyingSettings:
     """The region-wide copying engine's settings (genimpute.copying)."""
 
-    neighbours: int = 8  # PBWT neighbours taken on each side of the target at every typed site, each direction
+    neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # most states per haplotype and segment: the most often chosen are kept
     ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes)
     error: float = 1e-3  # probability of showing an allele other than the copied one
