@@ -28,7 +28,7 @@ source "$root/benchmarks/lib.sh"
 
 for n in $cohorts; do
   [[ -s targets.$n.vcf.gz.tbi ]] || {
-    bcftools query -l "$scale/targets.array.vcf.gz" | head -n "$n" > "targets.$n.txt"
+    bcftools query -l "$scale/targets.array.vcf.gz" | sed -n "1,${n}p" > "targets.$n.txt"  # sed reads it all: no SIGPIPE
     bcftools view -S "targets.$n.txt" -Oz -o "targets.$n.vcf.gz" "$scale/targets.array.vcf.gz"
     bcftools view -S "targets.$n.txt" -Oz -o "truth.$n.vcf.gz" "$scale/targets.truth.vcf.gz"
     tabix -f "targets.$n.vcf.gz"; tabix -f "truth.$n.vcf.gz"

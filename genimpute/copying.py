@@ -1,30 +1,31 @@
-"""Region-wide copying model: a Li and Stephens hidden Markov model run once
-per target haplotype along all the typed sites of a segment (a few
-thousand), over states chosen for that haplotype by a positional BWT of the
-panel (Durbin 2014), as IMPUTE5 chooses its copying states.
+"""The copying engine: a Li and Stephens hidden Markov model run once per
+target haplotype along all the typed sites of a segment (2,000 by default),
+over states chosen for that haplotype by positional BWTs of the panel
+(Durbin 2014), as IMPUTE5 chooses its copying states.
 
 Why not per window: a window's context is chosen on its few hundred typed
 sites, and in a panel of thousands of samples many haplotypes match a target
 there equally well, so which of them carry a rare allele is a coin toss. The
 haplotypes that share the target's longest segments tell the carriers apart,
 and those are the ones the PBWT finds: at every typed site, the `neighbours`
-haplotypes on either side of the target in the PBWT order share the longest
-runs of alleles with it ending there. Their union over the segment is the
-state set, and one forward-backward over the segment weighs each state by
-the whole path, where per-window passes recomputed overlapping stretches for
-every window.
+haplotypes either side of the target in the PBWT order share the longest
+runs of alleles with it ending there (left-to-right index) or starting there
+(right-to-left index). The `max_states` chosen most often are the states,
+and one forward-backward over the segment weighs each by the whole path,
+where per-window passes recomputed overlapping stretches for every window.
 
-Untyped records take the states' alleles weighted by the posterior at the
-typed sites either side, interpolated in cM (states below MIN_POSTERIOR at
-both are skipped). Switches between states happen with probability
-1 - exp(-0.04 ne d / K) over d cM with K states (Li and Stephens' scaling in
-the number of haplotypes, as Beagle parametrises it by an effective size ne).
+Switches between states happen with probability 1 - exp(-0.04 ne d / H)
+over d cM, H the panel's haplotypes: Li and Stephens' rate falls as the
+panel grows, which one fixed rate per cM did not (held-out figures in
+BENCHMARKS.md). Untyped records take the states' alleles weighted by the
+posteriors at the typed sites either side, interpolated in cM; typed sites
+without a call, the posterior at the site.
 
-Numba-compiled: the walks and the forward-backward are loops over sites
-that numpy cannot vectorise across states without many temporaries, and
-numba (a pip wheel, no compiler at install) compiles them to loops over
-plain arrays; haplotypes run in parallel, each with its own arrays, so the
-output does not depend on the thread count.
+Numba-compiled: the walks and the sweeps are loops over sites that numpy
+cannot vectorise across states without many temporaries, and numba (a pip
+wheel, no compiler at install) compiles them to loops over plain arrays;
+haplotypes run in parallel, each with its own arrays, so the output does not
+depend on the thread count.
 """
 
 from __future__ import annotations
@@ -392,10 +393,13 @@ class ContigModel:
                                segment.core_first, segment.core_last, self.jump_cm, numbers,
                                (self.packed, records, self.weights[start:stop], *carriers), local_bounds)
 
-    def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray) -> np.ndarray:
-        """(t, Q) P(alt) at the typed sites where a query has no call (NaN elsewhere)."""
+    def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        """(t, Q) P(alt) at the typed sites where a query has no call, in
+        the segments that hold a `wanted` (t,) site (NaN elsewhere)."""
         out = np.full(queries.shape, np.nan, dtype=np.float32)
         for segment in self.segments(with_untyped_only=False):
+            if not wanted[segment.core_first:segment.core_last].any():
+                continue
             typed = self.probabilities(segment, queries, excluded, untyped=False)[1]
             out[segment.core_first:segment.core_last] = typed[segment.core_first:segment.core_last]
         return out

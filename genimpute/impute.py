@@ -286,6 +286,9 @@ class _CopyingEngine:
         self.panel, self.aln, self.typed_mask, self.settings = panel, aln, typed_mask, settings
         self.models: dict[int, ContigModel] = {}
         self.excluded = np.full(aln.haplotypes.shape[1], -1, dtype=np.int64)  # the panel sample each may not copy
+        if exclude is not None and panel.n_haplotypes <= 2:  # a window of neighbours always holds another one
+            raise InputError("the reference panel's only sample is a target sample; expected other haplotypes to "
+                             "copy from")
         if exclude is not None:
             has = exclude.any(axis=1)
             self.excluded[has] = exclude[has].argmax(axis=1) // 2
@@ -316,7 +319,7 @@ class _CopyingEngine:
         queries = observed.copy()
         if hide:
             queries[wanted] = MISSING
-        probs = model.typed_probabilities(queries, self.excluded)
+        probs = model.typed_probabilities(queries, self.excluded, wanted)
         return model.typed_rows[wanted], probs[wanted], observed[wanted]
 
     def fill_missing(self, eligible: np.ndarray) -> dict:

@@ -218,7 +218,7 @@ def test_missing_calls_are_imputed_from_the_posterior_at_their_site():
     query = alleles[typed][:, [11]].astype(np.int8)
     hidden = np.arange(len(query)) % 7 == 3
     query[hidden] = -1
-    got = model.typed_probabilities(query, np.array([-1]))[:, 0]
+    got = model.typed_probabilities(query, np.array([-1]), hidden)[:, 0]
     assert np.isnan(got[~hidden]).all()
     np.testing.assert_allclose(got[hidden], alleles[typed][hidden, 11], atol=0.01)
 
