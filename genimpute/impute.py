@@ -46,6 +46,7 @@ class _ModelSource:
     model_dir: Path
     panel: ReferencePanel | None  # None: the directory's own
     device_name: object  # a torch.device, or a name for runtime.pick_device
+    device: object = None  # the torch.device, once loaded
     _loaded: object = None
 
     def loaded(self):
@@ -285,6 +286,7 @@ class _CopyingEngine:
                  exclude: np.ndarray | None):
         self.panel, self.aln, self.typed_mask, self.settings = panel, aln, typed_mask, settings
         self.models: dict[int, ContigModel] = {}
+        self._queries_of: tuple = (None, None)  # (contig, its _queries)
         self.excluded = np.full(aln.haplotypes.shape[1], -1, dtype=np.int64)  # the panel sample each may not copy
         if exclude is not None and panel.n_haplotypes <= 2:  # a window of neighbours always holds another one
             raise InputError("the reference panel's only sample is a target sample; expected other haplotypes to "
@@ -305,8 +307,13 @@ class _CopyingEngine:
 
     def probabilities(self, segment) -> np.ndarray:
         """(U, 2S) P(alt) at the segment's untyped records."""
-        model = self.model(segment.contig)
-        return model.probabilities(segment, self.aln.alleles_at(model.typed_rows), self.excluded)[0]
+        return self.model(segment.contig).probabilities(segment, self._queries(segment.contig), self.excluded)[0]
+
+    def _queries(self, contig: int) -> np.ndarray:
+        """(t, 2S) int8 the target's alleles at the contig's typed sites, read once for all its segments."""
+        if self._queries_of[0] != contig:
+            self._queries_of = contig, np.ascontiguousarray(self.aln.alleles_at(self.model(contig).typed_rows))
+        return self._queries_of[1]
 
     def _at_sites(self, contig: int, wanted: np.ndarray, hide: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(records, P(alt), observed alleles), each (u, 2S) but records
@@ -314,7 +321,7 @@ class _CopyingEngine:
         at their missing calls (at all their calls if `hide`, as if those
         were missing too; NaN at the others)."""
         model = self.model(contig)
-        observed = self.aln.alleles_at(model.typed_rows)
+        observed = self._queries(contig)
         wanted = wanted[model.typed_rows]
         queries = observed.copy()
         if hide:

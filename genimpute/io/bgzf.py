@@ -29,12 +29,20 @@ def compress_block(data: bytes, level: int = LEVEL) -> bytes:
     return header + body + struct.pack("<II", zlib.crc32(data), len(data))
 
 
+def _usable_cores() -> int:
+    """Cores this process may run on (a scheduler's CPU set, where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 class BgzfWriter:
     """Write bytes to `path` as BGZF; close() finishes the file with the EOF block."""
 
     def __init__(self, path: str | os.PathLike, threads: int | None = None):
         self.handle = open(path, "wb")
-        self.threads = threads or min(4, os.cpu_count() or 1)
+        self.threads = threads or min(4, _usable_cores())
         self.pool = ThreadPoolExecutor(max_workers=self.threads)
         self.pending: deque = deque()
         self.buffer = bytearray()
