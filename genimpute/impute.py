@@ -19,6 +19,7 @@ from genimpute.config import CopyingSettings
 from genimpute.copying import ContigModel
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.genetic_map import CM_PER_BP
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
 from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference, samples_in_panel
@@ -406,6 +407,9 @@ def impute(
         panel = panel.with_genetic_map(genetic_map)
     elif ref is not None and copying is None and source.loaded().provenance.get("genetic_map"):
         log.warning("the model was trained with a genetic map and none was given (--map): taking 1 cM per Mb")
+    elif copying is not None and np.array_equal(panel.centimorgans, panel.positions * CM_PER_BP):
+        log.warning("no genetic map (--map, or `genimpute panel --map`): the copying engine takes 1 cM per Mb, "
+                    "which costs accuracy where the recombination rate varies")
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
     exclude = _context_exclusions(panel, aln, target)  # by name or genotype: phase plays no part

@@ -2,8 +2,10 @@
 textbook implementation, its state choice, and imputation through the CLI."""
 
 import gzip
+import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -246,3 +248,16 @@ def test_copying_fills_missing_calls_and_validates_without_a_model(tmp_path):
         header_lines = [line for line in handle if line.startswith("##genimpute")]
     assert any(line.startswith("##genimputeValidation=<MaskedSites=") for line in header_lines)
     assert any("copying engine" in line for line in header_lines)
+
+
+def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
+    from genimpute.impute import impute
+
+    examples = Path(__file__).parent.parent / "examples" / "data"
+    genetic_map = examples / "plink.chr20_8.9-9.4Mb.GRCh37.map"
+    for given, warned in ((None, True), (genetic_map, False)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            impute(TARGET_PHASED, "unused", tmp_path / "out.vcf.gz", "cpu", force=True, progress=False, ref=PANEL,
+                   genetic_map=given, copying=CopyingSettings())
+        assert ("no genetic map" in caplog.text) == warned
