@@ -210,6 +210,8 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
         out = f"{stem}.imputed.vcf.gz"
     if validate and not 0 < validate_fraction <= 0.5:
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
+    if not ne > 0:
+        raise click.BadParameter(f"expected a positive effective population size; found {ne}", param_hint="--ne")
     summary = _run(run_impute, target, model_dir, out, device,
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,

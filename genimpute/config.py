@@ -138,3 +138,12 @@ class CopyingSettings:
     error: float = 1e-3  # probability of showing an allele other than the copied one
     segment_sites: int = 2000  # typed sites each forward-backward imputes
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads
+
+    def __post_init__(self):
+        for name, low in (("neighbours", 1), ("max_states", 1), ("segment_sites", 1), ("margin_sites", 0)):
+            if getattr(self, name) < low:
+                raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
+        if not self.ne > 0:
+            raise ValueError(f"copying ne: expected a positive effective population size; found {self.ne}")
+        if not 0 < self.error < 0.5:
+            raise ValueError(f"copying error: expected a probability in (0, 0.5); found {self.error}")

@@ -261,3 +261,15 @@ def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
             impute(TARGET_PHASED, "unused", tmp_path / "out.vcf.gz", "cpu", force=True, progress=False, ref=PANEL,
                    genetic_map=given, copying=CopyingSettings())
         assert ("no genetic map" in caplog.text) == warned
+
+
+@pytest.mark.parametrize("bad", [{"ne": 0}, {"ne": -5.0}, {"error": 0.5}, {"neighbours": 0}, {"max_states": 0}])
+def test_copying_settings_refuse_values_that_break_the_model(bad):
+    with pytest.raises(ValueError, match="expected"):
+        CopyingSettings(**bad)
+
+
+def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
+    result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--ne", "0",
+                  "--out", str(tmp_path / "out.vcf.gz")], ok=False)
+    assert result.exit_code == 2 and "--ne" in result.output and "Traceback" not in result.output
