@@ -136,6 +136,13 @@ def _missing_calls(aln: Alignment, rows: np.ndarray) -> np.ndarray:
     return (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
 
 
+def _with_missing_calls(panel: ReferencePanel, aln: Alignment) -> np.ndarray:
+    """(M,) bool: the panel records typed by the target where some call is missing."""
+    has_missing = np.zeros(len(panel), dtype=bool)
+    has_missing[aln.panel_rows[(aln.haplotypes == MISSING).any(axis=1)]] = True
+    return has_missing
+
+
 def _contigs_in_target_order(panel: ReferencePanel, target: TargetData, aln: Alignment) -> list[_Contig]:
     covered = {panel.contig_key(c): c for c in aln.contigs}
     contigs, seen = [], set()
@@ -237,8 +244,7 @@ def _fill_missing(source: _ModelSource, panel, aln, typed_mask, exclude, eligibl
     Windows are planned over the whole of each contig with eligible records
     and only those predicting an eligible record are run, so a region's
     filled calls equal a whole-contig run's."""
-    has_missing = np.zeros(len(panel), dtype=bool)
-    has_missing[aln.panel_rows[(aln.haplotypes == MISSING).any(axis=1)]] = True
+    has_missing = _with_missing_calls(panel, aln)
     has_missing &= np.isin(panel.contig_index, np.unique(panel.contig_index[eligible]))
     n_wanted = int((has_missing & eligible).sum())
     if not n_wanted:
@@ -334,9 +340,7 @@ class _CopyingEngine:
         """P(alt) (2S,) of every target haplotype at each typed record (among
         `eligible` ones) where some call is missing, by panel record (as
         _fill_missing; NaN where the call is there)."""
-        has_missing = np.zeros(len(self.panel), dtype=bool)
-        has_missing[self.aln.panel_rows[(self.aln.haplotypes == MISSING).any(axis=1)]] = True
-        has_missing &= eligible
+        has_missing = _with_missing_calls(self.panel, self.aln) & eligible
         filled = {}
         for contig in np.unique(self.panel.contig_index[has_missing]):
             rows, probs, _ = self._at_sites(int(contig), has_missing, hide=False)
