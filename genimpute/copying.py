@@ -297,14 +297,12 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, first, last, core_first, core_last,
-                    jump_cm, settings_numbers, untyped, gap_bounds):
+                    jump_cm, neighbours, max_states, ne, error, untyped, gap_bounds):
     """((len(records), Q), (t, Q)) P(alt) of Q query haplotypes (queries
     (t, Q) int8) at the untyped records of untyped[1] (none if it is empty)
     and at the typed sites of the core where a query has no call (NaN at
     the others)."""
     alleles = forward_index[2]
-    neighbours, max_states = int(settings_numbers[0]), int(settings_numbers[1])
-    ne, error = settings_numbers[2], settings_numbers[3]
     n_queries, n_haplotypes = queries.shape[1], alleles.shape[1]
     out = np.zeros((n_queries, len(untyped[1])), dtype=np.float32)
     typed_out = np.full((n_queries, queries.shape[0]), np.nan, dtype=np.float32)
@@ -381,7 +379,6 @@ class ContigModel:
         the contig's typed sites (negative: no call); excluded (Q,) the
         panel sample each query may not copy (-1: none)."""
         s = self.settings
-        numbers = np.array([s.neighbours, s.max_states, s.ne, s.error], dtype=np.float64)
         start, stop = self._untyped_span(segment.core_first, segment.core_last)
         if not untyped:
             stop = start
@@ -390,8 +387,8 @@ class ContigModel:
         carriers = minor_carriers(self.packed, records, self.alleles.shape[1], SPARSE_LIMIT)
         return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
                                self.forward_index, self.backward_index, segment.first, segment.last,
-                               segment.core_first, segment.core_last, self.jump_cm, numbers,
-                               (self.packed, records, self.weights[start:stop], *carriers), local_bounds)
+                               segment.core_first, segment.core_last, self.jump_cm, s.neighbours, s.max_states,
+                               float(s.ne), s.error, (self.packed, records, self.weights[start:stop], *carriers), local_bounds)
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in
