@@ -41,6 +41,11 @@ from genimpute.config import CopyingSettings
 MIN_POSTERIOR = 1e-4
 # records whose minor allele has at most this many copies are read through their carriers (minor_carriers)
 SPARSE_LIMIT = 1024
+# The sweeps' sums over states may be reordered (vectorised): half the
+# forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
+# order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
+# NaN marks the typed sites a query does call.
+FAST = {"reassoc", "contract", "arcp"}
 
 
 @nb.njit(cache=True)
@@ -135,7 +140,7 @@ def _state_alleles(alleles, states, first, last):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, fastmath=FAST)
 def _emit(state_alleles, query, i, error, out):
     """out[s] = P(the query's call at site i | copying state s): 1 with no call."""
     match, mismatch = np.float32(1.0 - error), np.float32(error)
@@ -143,7 +148,7 @@ def _emit(state_alleles, query, i, error, out):
         out[s] = np.float32(1.0) if query < 0 else (match if state_alleles[i, s] == query else mismatch)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, fastmath=FAST)
 def _forward(state_alleles, query, first, jump_rate, error):
     """(sites, K) normalised forward probabilities over typed sites first .. first + sites - 1."""
     n, k = state_alleles.shape
@@ -208,7 +213,7 @@ def minor_carriers(packed, records, n_haplotypes, limit):
     return starts, carriers, minor_is_alt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, fastmath=FAST)
 def _impute_gap(untyped, start, stop, states, slot, left, right, out_column):
     """P(alt) at untyped records start..stop - 1 (one gap between typed
     sites) from the posteriors at its left and right typed sites,
@@ -244,7 +249,7 @@ def _impute_gap(untyped, start, stop, states, slot, left, right, out_column):
         out_column[r] = (1.0 - weights[r]) * from_left + weights[r] * from_right
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, fastmath=FAST)
 def _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
                       untyped, gap_bounds, slot, out_column, typed_column):
     """Forward-backward over typed sites [first, last); imputes the untyped
