@@ -190,9 +190,12 @@ def _checked_config(build) -> RunConfig:
                    "--ref and no --model, else model.")
 @click.option("--ne", type=float, default=CopyingSettings.ne, show_default=True,
               help="Effective population size in the copying engine's switch rate.")
+@click.option("--batch-samples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Target samples imputed at once; a larger cohort goes through in batches (memory as one batch's, "
+                   "output the same).")
 @click.pass_context
 def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
-           audit, engine, ne):
+           audit, engine, ne, batch_samples):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
     from genimpute.impute import impute as run_impute
@@ -215,9 +218,11 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
     summary = _run(run_impute, target, model_dir, out, device,
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
-                   audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None)
+                   audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None,
+                   batch_samples=batch_samples)
+    in_panel = f" ({summary['samples_in_panel']} found in the panel)" if summary["samples_in_panel"] else ""
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
-               f"{summary['samples']} samples, {summary['seconds']} s")
+               f"{summary['samples']} samples{in_panel}, {summary['seconds']} s")
     if summary["validation"]:
         v = summary["validation"]
         click.echo(f"validation: {v['masked_sites']} typed sites hidden and imputed: empirical r2 {v['empirical_r2']:.4f}, "

@@ -21,7 +21,8 @@ from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
-from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
+from genimpute.io.spool import ColumnSpool
+from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, genotype_columns
 from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference, samples_in_panel
 from genimpute.regions import Region
 from genimpute.windows import plan_windows, typed_record_windows
@@ -67,44 +68,101 @@ class _ModelSource:
         return loaded.model, loaded.config.window, self.device
 
 
-class _RecordFormatter:
-    """Builds output lines for typed, imputed and passed-through records.
-    `filled`: P(alt) of every target haplotype at typed records with missing
-    calls, by panel record."""
+@dataclass(frozen=True)
+class _Chunk:
+    """A run of output records formatted together: panel records (typed and
+    imputed) or passed-through target records, never both."""
 
-    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict):
+    rows: np.ndarray  # (E,) panel records, or target records if passed
+    typed: np.ndarray | None  # (E,) bool of panel records; None for passed-through target records
+
+    @property
+    def passed(self) -> bool:
+        return self.typed is None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A chunk's output for one batch of samples: their columns and their
+    share of the INFO sums (None for passed-through records)."""
+
+    columns: ColumnText | None  # None once spooled
+    sums: DosageSums | None = None
+    missing_calls: np.ndarray | None = None  # (E,) typed calls without a call in the target, filled in
+
+    def __add__(self, other: _Part) -> _Part:
+        """The INFO sums of both; the columns of neither (they are spooled)."""
+        if self.sums is None:
+            return self
+        return _Part(self.columns, self.sums + other.sums, self.missing_calls + other.missing_calls)
+
+
+# about this many calls are formatted at once, whatever the cohort size
+_CALLS_PER_CHUNK = 1_000_000
+
+
+def _chunks(events: list, n_samples: int) -> list[_Chunk]:
+    """The events in runs of panel and of passed-through records, each of at most _CALLS_PER_CHUNK calls."""
+    limit = max(1, _CALLS_PER_CHUNK // max(1, n_samples))
+    chunks, start = [], 0
+    while start < len(events):
+        passed = events[start][1] == _PASSED
+        end = start + 1
+        while end < len(events) and end - start < limit and (events[end][1] == _PASSED) == passed:
+            end += 1
+        run = events[start:end]
+        rows = np.array([e[2] for e in run], dtype=np.int64)
+        chunks.append(_Chunk(rows, None if passed else np.array([e[1] == _TYPED for e in run])))
+        start = end
+    return chunks
+
+
+class _RecordFormatter:
+    """Builds the output of chunks of records for one batch of target
+    samples. `filled`: P(alt) of every target haplotype at typed records
+    with missing calls, by panel record."""
+
+    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict, samples: slice):
         self.panel, self.target, self.aln, self.filled = panel, target, aln, filled
-        haploid = aln.haploid()
+        self.samples, self.haplotypes = samples, slice(2 * samples.start, 2 * samples.stop)
+        haploid = aln.haploid()[:, samples]
         self.haploid = haploid if haploid.any() else None
         self.typed_positions = panel.positions[aln.panel_rows]
         self.typed_contigs = panel.contig_index[aln.panel_rows]
 
-    def _panel_fixed(self, rows, contig_name):
-        p = self.panel
-        return [[contig_name, str(p.positions[r]), p.ids[r], p.refs[r], p.alts[r]] for r in rows]
+    def part(self, chunk: _Chunk, probs: np.ndarray | None, index_of_row: dict) -> _Part:
+        """The batch's output for `chunk`; probs (U, 2B) P(alt) at untyped
+        records, the row of each in index_of_row."""
+        return self._passed(chunk.rows) if chunk.passed else self._panel_records(chunk, probs, index_of_row)
 
-    def typed(self, writer, rows, contig_name):
-        alleles = self.aln.alleles_at(np.asarray(rows))  # (V, 2S)
-        probs = alleles.astype(np.float32)
-        missing = alleles == MISSING
-        for i in np.nonzero(missing.any(axis=1))[0]:
-            probs[i, missing[i]] = self.filled[rows[i]][missing[i]]
-        present = alleles != ABSENT
-        af = (probs * present).sum(axis=1) / present.sum(axis=1)
-        info = [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") for a, n in zip(af, _missing_calls(self.aln, np.asarray(rows)))]
-        writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP",
-                             genotype_columns(probs[:, 0::2], probs[:, 1::2], ~present[:, 1::2]))
-
-    def imputed(self, writer, rows, probs, contig_name):
-        haploid = self._haploid_near(np.asarray(rows))
-        present = None if haploid is None else np.repeat(~haploid, 2, axis=1) | (np.arange(probs.shape[1]) % 2 == 0)
-        af, r2 = dosage_r2(probs, present)
-        info = [f"AF={a:.4g};DR2={d:.3f};IMP" for a, d in zip(af, r2)]
-        writer.write_records(self._panel_fixed(rows, contig_name), info, "GT:DS:GP",
-                             genotype_columns(probs[:, 0::2], probs[:, 1::2], haploid))
+    def _panel_records(self, chunk: _Chunk, probs, index_of_row: dict) -> _Part:
+        rows, typed = chunk.rows, chunk.typed
+        n_haplotypes = self.haplotypes.stop - self.haplotypes.start
+        p = np.empty((len(rows), n_haplotypes), dtype=np.float32)
+        haploid = np.zeros((len(rows), n_haplotypes // 2), dtype=bool)
+        missing_calls = np.zeros(len(rows), dtype=np.int64)
+        if typed.any():
+            alleles = self.aln.alleles_at(rows[typed])[:, self.haplotypes]  # (V, 2B)
+            calls = alleles.astype(np.float32)
+            missing = alleles == MISSING
+            for i in np.nonzero(missing.any(axis=1))[0]:
+                calls[i, missing[i]] = self.filled[rows[typed][i]][self.haplotypes][missing[i]]
+            p[typed], haploid[typed] = calls, alleles[:, 1::2] == ABSENT
+            missing_calls[typed] = (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
+        if not typed.all():
+            p[~typed] = probs[[index_of_row[r] for r in rows[~typed].tolist()]]
+            near = self._haploid_near(rows[~typed])
+            if near is not None:
+                haploid[~typed] = near
+        present = None
+        if haploid.any():  # a haploid call has its first haplotype alone
+            present = np.ones(p.shape, dtype=bool)
+            present[:, 1::2] = ~haploid
+        return _Part(genotype_columns(p[:, 0::2], p[:, 1::2], haploid if present is not None else None),
+                     DosageSums.of(p, present), missing_calls)
 
     def _haploid_near(self, rows: np.ndarray) -> np.ndarray | None:
-        """(V, S) ploidy of each sample at untyped records: as at the nearest
+        """(V, B) ploidy of each sample at untyped records: as at the nearest
         typed record of the contig (so chrX follows the pseudo-autosomal
         boundaries of the target's own calls); None when every call is diploid."""
         if self.haploid is None:
@@ -119,14 +177,60 @@ class _RecordFormatter:
         nearest = np.where(distance(left) <= distance(right), left, right)
         return self.haploid[nearest]
 
-    def passed(self, writer, rows):
+    def _passed(self, rows: np.ndarray) -> _Part:
         t = self.target
-        fixed = [[t.records.contigs[r], str(t.records.positions[r]), t.records.ids[r], t.records.refs[r], t.records.alts[r]] for r in rows]
-        alleles = t.alleles[rows]
+        alleles = t.alleles[rows][:, self.haplotypes]
         text = np.where(alleles == MISSING, ".", alleles.astype(str)).astype(object)
         separator = np.where(t.phased[rows], "|", "/").astype(object)[:, None]
         columns = np.where(alleles[:, 1::2] == ABSENT, text[:, 0::2], text[:, 0::2] + separator + text[:, 1::2])
-        writer.write_records(fixed, ["."] * len(rows), "GT", ["\t".join(row) for row in columns.tolist()])
+        return _Part(ColumnText.from_rows(["\t".join(row) for row in columns.tolist()]))
+
+
+def _fixed_columns(panel: ReferencePanel, target: TargetData, chunk: _Chunk, contig_name: str) -> list:
+    """Per record of the chunk, [CHROM, POS, ID, REF, ALT]."""
+    if chunk.passed:
+        r = target.records
+        return [[r.contigs[i], str(r.positions[i]), r.ids[i], r.refs[i], r.alts[i]] for i in chunk.rows.tolist()]
+    return [[contig_name, str(panel.positions[i]), panel.ids[i], panel.refs[i], panel.alts[i]]
+            for i in chunk.rows.tolist()]
+
+
+def _info(chunk: _Chunk, total: _Part) -> list[str]:
+    """INFO of each record of the chunk from its sums over every sample."""
+    if chunk.passed:
+        return ["."] * len(chunk.rows)
+    af, r2 = total.sums.af(), total.sums.r2()
+    return [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") if typed else f"AF={a:.4g};DR2={d:.3f};IMP"
+            for a, d, n, typed in zip(af.tolist(), r2.tolist(), total.missing_calls.tolist(), chunk.typed.tolist())]
+
+
+def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
+                  index_of_row: dict, fixed) -> None:
+    """Write the records of `chunks`, each batch of samples formatted by
+    its formatter from probabilities(batch) (U, 2B) at untyped records (not
+    called when the chunks hold none); with several batches, their columns
+    wait in the spool until the last is done. fixed(chunk): the chunk's
+    records' fixed columns."""
+    wanted = any(not c.passed and not c.typed.all() for c in chunks)
+    totals: list = [None] * len(chunks)
+    for b, formatter in enumerate(formatters):
+        probs = probabilities(formatter.haplotypes) if wanted else None
+        for c, chunk in enumerate(chunks):
+            part = formatter.part(chunk, probs, index_of_row)
+            if spool is None:  # one batch: written at once
+                _write_chunk(writer, chunk, part, part.columns, fixed)
+                continue
+            spool.put(part.columns)
+            part = dataclasses.replace(part, columns=None)
+            totals[c] = part if b == 0 else totals[c] + part
+        del probs  # before the next batch's are made
+    if spool is not None:
+        for chunk, total, columns in zip(chunks, totals, spool.joined(len(formatters))):
+            _write_chunk(writer, chunk, total, columns, fixed)
+
+
+def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed) -> None:
+    writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else "GT:DS:GP", columns)
 
 
 def _missing_calls(aln: Alignment, rows: np.ndarray) -> np.ndarray:
@@ -170,30 +274,12 @@ def _events(panel, target, aln, contig: _Contig, typed_mask) -> list[tuple[int, 
     return events
 
 
-def _write_events(writer, fmt: _RecordFormatter, events, probs_by_row: dict, contig_name: str) -> None:
-    """Write a run of events, formatting consecutive records of one kind together."""
-    start = 0
-    while start < len(events):
-        kind = events[start][1]
-        end = start
-        while end < len(events) and events[end][1] == kind:
-            end += 1
-        rows = [e[2] for e in events[start:end]]
-        if kind == _TYPED:
-            fmt.typed(writer, rows, contig_name)
-        elif kind == _IMPUTED:
-            fmt.imputed(writer, rows, np.stack([probs_by_row[r] for r in rows]), contig_name)
-        else:
-            fmt.passed(writer, rows)
-        start = end
-
-
 def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
-           contigs: list, exclude: np.ndarray | None) -> Alignment:
+           contigs: list, in_panel: np.ndarray) -> Alignment:
     """Phase an unphased target's matched records on `contigs` (panel contig
     indices: those to be written) against the panel with an external phaser
     (see genimpute.phasing), contig by contig. Panel samples that are target
-    samples (`exclude`) are left out of the reference, which would hand them
+    samples (`in_panel`) are left out of the reference, which would hand them
     their true phase. Records on other contigs stay as they are: nothing of
     them is written."""
     from genimpute.phasing import find_phaser, phase_haplotypes
@@ -203,7 +289,8 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
                          "(phase first, or let genimpute phase with --phaser auto|beagle|shapeit4)")
     tool = find_phaser(phaser)
     phased = aln.haplotypes.copy()
-    reference = np.ones(panel.n_haplotypes, dtype=bool) if exclude is None else ~exclude.any(axis=0)
+    reference = np.ones(panel.n_haplotypes, dtype=bool)
+    reference[2 * in_panel[in_panel >= 0, None] + [0, 1]] = False
     ref_samples = [name for i, name in enumerate(panel.samples) if reference[2 * i]]
     if not ref_samples:
         raise InputError(f"{source}: every panel sample is a target sample, so none is left to phase against")
@@ -220,16 +307,23 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
     return dataclasses.replace(aln, haplotypes=phased, phased=True)
 
 
-def _context_exclusions(panel: ReferencePanel, aln: Alignment, target: TargetData) -> np.ndarray | None:
-    """(2S, H) bool: the panel haplotypes of target samples that are in the
-    panel, which would hand their own truth to them; None when there are none."""
+def _samples_in_panel(panel: ReferencePanel, aln: Alignment, target: TargetData) -> np.ndarray:
+    """(S,) the panel sample each target sample is (-1: none), whose
+    haplotypes would hand it its own truth: they are left out of its context."""
     in_panel = samples_in_panel(panel, aln, target.samples)
+    shared = [f"{target.samples[s]} (= panel {panel.samples[p]})" for s, p in enumerate(in_panel) if p >= 0]
+    if shared:
+        log.warning("%d target samples are in the reference panel: %s; their own panel haplotypes are left out of "
+                    "their context", len(shared), ", ".join(shared[:5]) + (" ..." if len(shared) > 5 else ""))
+    return in_panel
+
+
+def _exclusion_matrix(in_panel: np.ndarray, n_haplotypes: int) -> np.ndarray | None:
+    """(2S, H) bool: the panel haplotypes of each target haplotype's own
+    sample (the model's windows read exclusions so); None when there are none."""
     if not (in_panel >= 0).any():
         return None
-    shared = [f"{target.samples[s]} (= panel {panel.samples[p]})" for s, p in enumerate(in_panel) if p >= 0]
-    log.warning("%d target samples are in the reference panel: %s; their own panel haplotypes are left out of "
-                "their context", len(shared), ", ".join(shared[:5]) + (" ..." if len(shared) > 5 else ""))
-    exclude = np.zeros((2 * len(target.samples), panel.n_haplotypes), dtype=bool)
+    exclude = np.zeros((2 * len(in_panel), n_haplotypes), dtype=bool)
     for s, p in enumerate(in_panel):
         if p >= 0:
             exclude[2 * s: 2 * s + 2, 2 * p: 2 * p + 2] = True
@@ -271,7 +365,8 @@ def _fill_missing(source: _ModelSource, panel, aln, typed_mask, exclude, eligibl
 
 
 def _model_windows(source: _ModelSource, panel, aln, typed_mask, contigs, in_region, exclude):
-    """({contig key: windows}, window -> (U, 2S) P(alt)) of the model's windows."""
+    """({contig key: windows}, (window, haplotypes) -> (U, len(haplotypes))
+    P(alt) of those target haplotypes) of the model's windows."""
     from genimpute.predict import target_window_probabilities
 
     model, wcfg, device = source.model()
@@ -280,8 +375,13 @@ def _model_windows(source: _ModelSource, panel, aln, typed_mask, contigs, in_reg
                                         [c.panel_index]) if in_region[w.predicted].any()]
         for c in contigs if c.panel_index is not None
     }
-    return windows, partial(target_window_probabilities, model, panel=panel, aln=aln, wcfg=wcfg, device=device,
-                            exclude=exclude)
+
+    def probabilities(window, haplotypes: slice) -> np.ndarray:
+        batch = dataclasses.replace(aln, haplotypes=aln.haplotypes[:, haplotypes])
+        return target_window_probabilities(model, window, panel, batch, wcfg, device,
+                                           None if exclude is None else exclude[haplotypes])
+
+    return windows, probabilities
 
 
 class _CopyingEngine:
@@ -290,17 +390,14 @@ class _CopyingEngine:
     --validate's hidden sites alike."""
 
     def __init__(self, panel: ReferencePanel, aln: Alignment, typed_mask: np.ndarray, settings: CopyingSettings,
-                 exclude: np.ndarray | None):
+                 in_panel: np.ndarray):
         self.panel, self.aln, self.typed_mask, self.settings = panel, aln, typed_mask, settings
         self.models: dict[int, ContigModel] = {}
         self._queries_of: tuple = (None, None)  # (contig, its _queries)
-        self.excluded = np.full(aln.haplotypes.shape[1], -1, dtype=np.int64)  # the panel sample each may not copy
-        if exclude is not None and panel.n_haplotypes <= 2:  # a window of neighbours always holds another one
+        self.excluded = np.repeat(in_panel, 2).astype(np.int64)  # the panel sample each haplotype may not copy
+        if (in_panel >= 0).any() and panel.n_haplotypes <= 2:  # a window of neighbours always holds another one
             raise InputError("the reference panel's only sample is a target sample; expected other haplotypes to "
                              "copy from")
-        if exclude is not None:
-            has = exclude.any(axis=1)
-            self.excluded[has] = exclude[has].argmax(axis=1) // 2
 
     def model(self, contig: int) -> ContigModel:
         if contig not in self.models:
@@ -312,9 +409,10 @@ class _CopyingEngine:
         return {c.key: [s for s in self.model(c.panel_index).segments() if in_region[s.predicted].any()]
                 for c in contigs if c.panel_index is not None}
 
-    def probabilities(self, segment) -> np.ndarray:
-        """(U, 2S) P(alt) at the segment's untyped records."""
-        return self.model(segment.contig).probabilities(segment, self._queries(segment.contig), self.excluded)[0]
+    def probabilities(self, segment, haplotypes: slice) -> np.ndarray:
+        """(U, len(haplotypes)) P(alt) of those target haplotypes at the segment's untyped records."""
+        queries = self._queries(segment.contig)[:, haplotypes]
+        return self.model(segment.contig).probabilities(segment, queries, self.excluded[haplotypes])[0]
 
     def _queries(self, contig: int) -> np.ndarray:
         """(t, 2S) int8 the target's alleles at the contig's typed sites, read once for all its segments."""
@@ -358,6 +456,53 @@ class _CopyingEngine:
         return score(predictions, fraction, seed, int(masked.sum()))
 
 
+def _sample_batches(n_samples: int, batch_samples: int) -> list[slice]:
+    """Consecutive batches of target samples, each imputed and formatted on
+    its own: the memory of a run is that of one batch, whatever the cohort."""
+    return [slice(start, min(n_samples, start + batch_samples)) for start in range(0, max(n_samples, 1), batch_samples)]
+
+
+def _write_contigs(writer: VcfWriter, formatters: list, panel, target, aln, typed_mask, contigs: list, region,
+                   in_region: np.ndarray, windows_by_contig: dict, window_probabilities, progress: bool,
+                   started: float) -> int:
+    """Write every output record of `contigs` (within `region`; in_region
+    (M,) its panel records), window by
+    window, each batch of samples imputed by window_probabilities(window,
+    haplotypes); the number of imputed records written."""
+    n_windows = sum(len(w) for w in windows_by_contig.values())
+    bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
+    log_every = max(1, n_windows // 10)
+    n_imputed = n_done = 0
+    spool = ColumnSpool(writer.path.parent) if len(formatters) > 1 else None
+    try:
+        for contig in contigs:
+            events = _events(panel, target, aln, contig, typed_mask)
+            if region is not None:
+                events = [e for e in events if region.contains(contig.key, e[0])]
+            position_of_event = {e[2]: i for i, e in enumerate(events) if e[1] != _PASSED}
+            fixed = partial(_fixed_columns, panel, target, contig_name=contig.name)
+            done = 0
+            for window in windows_by_contig.get(contig.key, []):
+                predicted = window.predicted
+                written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
+                upto = position_of_event[int(written[-1])] + 1
+                _write_chunks(writer, spool, formatters, _chunks(events[done:upto], len(target.samples)),
+                              partial(window_probabilities, window), {r: i for i, r in enumerate(predicted.tolist())},
+                              fixed)
+                done = upto
+                n_imputed += len(written)
+                n_done += 1
+                bar.update(1)
+                if n_done % log_every == 0:  # progress for logs, where no bar is drawn
+                    log.info("imputed %d of %d windows in %.0f s", n_done, n_windows, time.monotonic() - started)
+            _write_chunks(writer, spool, formatters, _chunks(events[done:], len(target.samples)), None, {}, fixed)
+    finally:
+        bar.close()
+        if spool is not None:
+            spool.close()
+    return n_imputed
+
+
 def impute(
     target_path: str | Path,
     model_dir: str | Path,
@@ -373,6 +518,7 @@ def impute(
     audit: str | Path | None = None,
     ref: str | Path | None = None,
     copying: CopyingSettings | None = None,
+    batch_samples: int = 1000,
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
 
@@ -400,8 +546,15 @@ def impute(
     With `copying`, untyped records are imputed by the region-wide copying
     model (genimpute.copying) with those settings instead of the model's
     windows, missing calls and --validate's hidden sites included: the
-    model directory is then read only for its panel when `ref` is None."""
+    model directory is then read only for its panel when `ref` is None.
+
+    Target samples are imputed in batches of `batch_samples`, their columns
+    spooled to a temporary file and joined (genimpute.io.spool), so memory
+    does not grow with the cohort; the output does not depend on the batch
+    size."""
     started = time.monotonic()
+    if batch_samples < 1:
+        raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
     if audit is not None and Path(audit).exists() and not force:
         raise InputError(f"--report {audit} exists; use --force to overwrite it")
     reference = read_reference(ref) if ref is not None else None
@@ -416,7 +569,7 @@ def impute(
                     "which costs accuracy where the recombination rate varies")
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
-    exclude = _context_exclusions(panel, aln, target)  # by name or genotype: phase plays no part
+    in_panel = _samples_in_panel(panel, aln, target)  # by name or genotype: phase plays no part
     typed_mask = np.zeros(len(panel), dtype=bool)
     typed_mask[aln.panel_rows] = True
     header_contigs = contigs = _contigs_in_target_order(panel, target, aln)
@@ -432,14 +585,15 @@ def impute(
             in_region &= panel.positions <= region.end
     if not aln.phased:
         aln = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                     [c.panel_index for c in contigs if c.panel_index is not None], exclude)
+                     [c.panel_index for c in contigs if c.panel_index is not None], in_panel)
     if copying is None:
+        exclude = _exclusion_matrix(in_panel, panel.n_haplotypes)
         windows_by_contig, window_probabilities = _model_windows(source, panel, aln, typed_mask, contigs, in_region,
                                                                  exclude)
         engine = f"{Path(model_dir).resolve()} ({source.loaded().config.model.name}, " \
                  f"{source.loaded().provenance.get('steps')} steps)"
     else:
-        copying_engine = _CopyingEngine(panel, aln, typed_mask, copying, exclude)
+        copying_engine = _CopyingEngine(panel, aln, typed_mask, copying, in_panel)
         windows_by_contig, window_probabilities = copying_engine.segments(contigs, in_region), \
             copying_engine.probabilities
         engine = f"copying engine ({', '.join(f'{k}={v}' for k, v in dataclasses.asdict(copying).items())})"
@@ -468,39 +622,21 @@ def impute(
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
     filled = _fill_missing(source, panel, aln, typed_mask, exclude, in_region) if copying is None \
         else copying_engine.fill_missing(in_region)
-    fmt = _RecordFormatter(panel, target, aln, filled)
-    bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
-    log_every = max(1, n_windows // 10)
-    n_imputed = n_done = 0
+    formatters = [_RecordFormatter(panel, target, aln, filled, batch)
+                  for batch in _sample_batches(len(target.samples), batch_samples)]
+    if len(formatters) > 1:
+        log.info("%d target samples in %d batches of up to %d", len(target.samples), len(formatters), batch_samples)
     with VcfWriter(out, force=force) as writer:
         writer.write_header(target.samples, [c.name for c in header_contigs], meta)
-        for contig in contigs:
-            events = _events(panel, target, aln, contig, typed_mask)
-            if region is not None:
-                events = [e for e in events if region.contains(contig.key, e[0])]
-            position_of_event = {e[2]: i for i, e in enumerate(events) if e[1] != _PASSED}
-            done = 0
-            for window in windows_by_contig.get(contig.key, []):
-                n_done += 1
-                probs = window_probabilities(window)
-                predicted = window.predicted
-                written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
-                upto = position_of_event[int(written[-1])] + 1
-                _write_events(writer, fmt, events[done:upto], dict(zip(predicted.tolist(), probs)), contig.name)
-                done = upto
-                n_imputed += len(written)
-                bar.update(1)
-                if n_done % log_every == 0:  # progress for logs, where no bar is drawn
-                    log.info("imputed %d of %d windows in %.0f s", n_done, n_windows, time.monotonic() - started)
-            _write_events(writer, fmt, events[done:], {}, contig.name)
-    bar.close()
+        n_imputed = _write_contigs(writer, formatters, panel, target, aln, typed_mask, contigs, region, in_region,
+                                   windows_by_contig, window_probabilities, progress, started)
     summary = {
         "samples": len(target.samples),
         "typed_sites": len(aln.panel_rows),
         "imputed_records": n_imputed,
         "passed_through": len(aln.unmatched_rows),
         "missing_calls_imputed": int(_missing_calls(aln, np.array(sorted(filled), dtype=np.int64)).sum()),
-        "samples_in_panel": 0 if exclude is None else int(exclude.any(axis=1).sum() // 2),
+        "samples_in_panel": int((in_panel >= 0).sum()),
         "records_written": writer.records,
         "windows": n_windows,
         "seconds": round(time.monotonic() - started, 2),

@@ -44,7 +44,7 @@ HAND_CASES = [
 def test_genotype_columns_hand_values():
     p1 = np.array([[c[0] for c in HAND_CASES]])
     p2 = np.array([[c[1] for c in HAND_CASES]])
-    got = genotype_columns(p1, p2)
+    got = genotype_columns(p1, p2).rows()
     assert got == ["\t".join(c[2] for c in HAND_CASES)]
 
 
@@ -52,7 +52,7 @@ def test_genotype_columns_shape_and_row_order():
     # (V=2, S=3): row v, column s must come from p[v, s]
     p1 = np.array([[0.0, 1.0, 0.3], [0.6, 0.0, 1.0]])
     p2 = np.array([[0.0, 1.0, 0.0], [0.0, 0.8, 1.0]])
-    got = [row.split("\t") for row in genotype_columns(p1, p2)]
+    got = [row.split("\t") for row in genotype_columns(p1, p2).rows()]
     # (0.3, 0): GP0 = .7, GP1 = .3, GP2 = 0 ; (0.6, 0): GP0 .4 GP1 .6 ; (0, .8): GP0 .2 GP1 .8
     assert got == [
         ["0|0:0:1,0,0", "1|1:2:0,0,1", "0|0:0.3:0.7,0.3,0"],
@@ -66,15 +66,15 @@ def test_haploid_calls_take_p1_alone_beside_diploid_ones():
     haploid = np.array([[True, False, True], [True, True, False]])
     # haploid p .8: GT 1, DS .8, GP (.2, .8) ; diploid (.8, .4): DS 1.2, GP (.12, .56, .32)
     # haploid 0: GT 0, GP (1, 0) ; haploid .25: GT 0 ; haploid 1: GT 1, GP (0, 1) ; diploid (.5, .5): 1|1, GP .25 .5 .25
-    assert genotype_columns(p1, p2, haploid) == [
+    assert genotype_columns(p1, p2, haploid).rows() == [
         "1:0.8:0.2,0.8\t1|0:1.2:0.12,0.56,0.32\t0:0:1,0",
         "0:0.25:0.75,0.25\t1:1:0,1\t1|1:1:0.25,0.5,0.25",
     ]
 
 
 def test_genotype_columns_of_no_records_or_no_samples():
-    assert genotype_columns(np.zeros((0, 4)), np.zeros((0, 4))) == []
-    assert genotype_columns(np.zeros((2, 0)), np.zeros((2, 0))) == ["", ""]
+    assert genotype_columns(np.zeros((0, 4)), np.zeros((0, 4))).rows() == []
+    assert genotype_columns(np.zeros((2, 0)), np.zeros((2, 0))).rows() == ["", ""]
 
 
 def test_genotype_columns_matches_definition_on_random_probabilities():
@@ -82,7 +82,7 @@ def test_genotype_columns_matches_definition_on_random_probabilities():
     p1 = rng.random((20, 15))
     p2 = rng.random((20, 15))
     p1[0, :5] = [0.0, 1.0, 0.0, 1.0, 0.5 - 1e-9]
-    got = [row.split("\t") for row in genotype_columns(p1, p2)]
+    got = [row.split("\t") for row in genotype_columns(p1, p2).rows()]
     assert len(got) == p1.shape[0]
     for v in range(p1.shape[0]):
         assert len(got[v]) == p1.shape[1]
@@ -301,8 +301,9 @@ def test_bgzf_blocks_compressed_in_threads_read_back_in_order(tmp_path):
 
     data = b"".join(b"20\t%d\t.\tA\tC\n" % i for i in range(300_000))  # about 4 MB: dozens of blocks
     writer = BgzfWriter(tmp_path / "x.gz", threads=3)
-    for start in range(0, len(data), 100_000):  # writes that straddle blocks
-        writer.write(data[start:start + 100_000])
+    cuts = np.cumsum(np.random.default_rng(3).integers(1, 3 * BLOCK, 400))  # writes within, across and of blocks
+    for start, end in zip([0, *cuts], [*cuts, len(data)]):
+        writer.write(data[start:end])
     writer.close()
     raw = (tmp_path / "x.gz").read_bytes()
     assert gzip.decompress(raw) == data and raw.endswith(EOF_BLOCK)
@@ -312,4 +313,42 @@ def test_bgzf_blocks_compressed_in_threads_read_back_in_order(tmp_path):
         size = struct.unpack("<H", raw[at + 16:at + 18])[0] + 1
         sizes.append(struct.unpack("<I", raw[at + size - 4:at + size])[0])  # its uncompressed length
         at += size
-    assert at == len(raw) and max(sizes) == BLOCK and sum(sizes) == len(data)
+    assert at == len(raw) and sum(sizes) == len(data)
+    assert set(sizes[:-2]) == {BLOCK} and sizes[-1] == 0  # full blocks whatever the writes; the EOF block last
+
+
+def test_dosage_sums_of_batches_add_up_to_those_of_the_whole_exactly():
+    from genimpute.io.vcf_writer import DosageSums
+
+    rng = np.random.default_rng(11)
+    p = (rng.random((40, 60)) ** 4).astype(np.float32)
+    present = rng.random(p.shape) > 0.1
+    whole = DosageSums.of(p, present)
+    parts = [DosageSums.of(p[:, cut], present[:, cut]) for cut in (slice(0, 7), slice(7, 31), slice(31, 60))]
+    total = parts[2] + parts[0] + parts[1]  # in any order
+    for field in ("alt", "alt_squared", "haplotypes"):
+        assert np.array_equal(getattr(total, field), getattr(whole, field))
+    assert np.array_equal(total.r2(), whole.r2())
+    af, r2 = dosage_r2(p.astype(np.float64), present)
+    for v in range(len(p)):  # against the definition over the present haplotypes
+        x = p[v, present[v]].astype(np.float64)
+        assert af[v] == pytest.approx(x.mean(), abs=1e-9)
+        assert r2[v] == pytest.approx(min(1.0, x.var() / (x.mean() * (1 - x.mean()))), abs=1e-7)
+
+
+def test_spooled_batches_join_into_the_columns_of_the_whole(tmp_path):
+    from genimpute.io.spool import ColumnSpool
+
+    rng = np.random.default_rng(5)
+    p1, p2 = rng.random((50, 30)), rng.random((50, 30))
+    haploid = rng.random((50, 30)) < 0.2
+    batches, chunks = (slice(0, 7), slice(7, 20), slice(20, 30)), (slice(0, 20), slice(20, 21), slice(21, 50))
+    with ColumnSpool(tmp_path) as spool:
+        for window in range(2):  # the spool empties between windows
+            for b in batches:
+                for c in chunks:
+                    spool.put(genotype_columns(p1[c, b], p2[c, b], haploid[c, b]))
+            joined = list(spool.joined(len(batches)))
+            assert [len(j) for j in joined] == [20, 1, 29]
+            assert sum((j.rows() for j in joined), []) == genotype_columns(p1, p2, haploid).rows()
+    assert not list(tmp_path.iterdir())  # the spool's file has no name to leave behind

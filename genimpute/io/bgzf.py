@@ -48,20 +48,33 @@ class BgzfWriter:
         self.buffer = bytearray()
 
     def write(self, data: bytes) -> None:
-        self.buffer += data
-        if len(self.buffer) >= 16 * BLOCK:
-            self._submit(len(self.buffer) - len(self.buffer) % BLOCK)
+        """Blocks of BLOCK bytes are compressed from views of `data`, after
+        write returns (so bytes, never modified: a cohort's output is
+        hundreds of MB, not worth a copy); only the tail short of a block
+        waits, copied, for the next write."""
+        view = memoryview(data)
+        if self.buffer:
+            head = BLOCK - len(self.buffer)
+            self.buffer += view[:head]
+            view = view[head:]
+            if len(self.buffer) < BLOCK:
+                return
+            self._submit(bytes(self.buffer))
+            self.buffer.clear()
+        full = len(view) - len(view) % BLOCK
+        for start in range(0, full, BLOCK):
+            self._submit(view[start:start + BLOCK])
+        self.buffer += view[full:]
 
-    def _submit(self, size: int) -> None:
-        for start in range(0, size, BLOCK):
-            self.pending.append(self.pool.submit(compress_block, bytes(self.buffer[start:min(start + BLOCK, size)])))
-        del self.buffer[:size]
+    def _submit(self, block) -> None:
+        self.pending.append(self.pool.submit(compress_block, block))
         while len(self.pending) > 4 * self.threads:  # bound the memory held by blocks in flight
             self.handle.write(self.pending.popleft().result())
 
     def close(self) -> None:
         try:
-            self._submit(len(self.buffer))
+            if self.buffer:
+                self._submit(bytes(self.buffer))
             while self.pending:
                 self.handle.write(self.pending.popleft().result())
             self.handle.write(EOF_BLOCK)

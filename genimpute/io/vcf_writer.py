@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numba as nb
@@ -42,10 +43,6 @@ _DS = _byte_table(_decimals(2 * _RESOLUTION))
 _PROB = _byte_table(_decimals(_RESOLUTION))
 
 
-def _fraction_index(x: np.ndarray) -> np.ndarray:
-    return np.rint(x * _RESOLUTION).astype(np.int64)
-
-
 def _lengths(table: np.ndarray) -> np.ndarray:
     return (table != 0).sum(axis=1)
 
@@ -61,87 +58,222 @@ def _copy_entry(out, at, table, lengths, i):
 
 
 @nb.njit(cache=True)
-def _sample_columns(gt, ds, gp0, gp1, gp2, haploid, gt_table, gt_lengths, haploid_table, haploid_lengths,
+def _call_rows(a, b, haploid):
+    """(GT, DS, GP0, GP1, GP2) rows of the tables for one call from its
+    haplotypes' alt probabilities a, b, in float64 whatever their type;
+    haploid: from a alone, GP2 unused."""
+    a, b = min(max(np.float64(a), 0.0), 1.0), min(max(np.float64(b), 0.0), 1.0)  # the tables end at 0 and 1
+    if haploid:
+        return (1 if a >= 0.5 else 0), _row(a), _row(1.0 - a), _row(a), 0
+    gp0, gp2 = (1.0 - a) * (1.0 - b), a * b
+    gp1 = min(max(1.0 - gp0 - gp2, 0.0), 1.0)
+    return 2 * (1 if a >= 0.5 else 0) + (1 if b >= 0.5 else 0), _row(a + b), _row(gp0), _row(gp1), _row(gp2)
+
+
+@nb.njit(cache=True)
+def _row(x):
+    """The row of x in a table of multiples of 1 / _RESOLUTION (ties to even, as np.rint)."""
+    return np.int64(np.rint(x * _RESOLUTION))
+
+
+@nb.njit(cache=True)
+def _record_length(p1, p2, haploid, v, gt_lengths, haploid_lengths, ds_lengths, prob_lengths):
+    """Bytes of record v's sample columns, its tabs and its newline."""
+    n = p1.shape[1]
+    for s in range(p1.shape[1]):
+        gt, ds, gp0, gp1, gp2 = _call_rows(p1[v, s], p2[v, s], haploid[v, s])
+        n += (haploid_lengths[gt] if haploid[v, s] else gt_lengths[gt]) + ds_lengths[ds] + 2
+        n += prob_lengths[gp0] + prob_lengths[gp1] + 1
+        if not haploid[v, s]:
+            n += prob_lengths[gp2] + 1
+    return max(n, 1)
+
+
+@nb.njit(cache=True, parallel=True)
+def _sample_columns(p1, p2, haploid, gt_table, gt_lengths, haploid_table, haploid_lengths,
                     ds_table, ds_lengths, prob_table, prob_lengths):
-    """(text, ends): every record's sample columns GT:DS:GP as ASCII bytes,
-    record v ending at ends[v], from each call's row in the tables of
-    pre-formatted values (indices (V, S) each; haploid (V, S) bool: GT from
-    haploid_table and two probabilities)."""
-    n_records, n_samples = gt.shape
-    width = gt_table.shape[1] + ds_table.shape[1] + 3 * prob_table.shape[1] + 5
-    out = np.empty(n_records * n_samples * width, dtype=np.uint8)
-    ends = np.empty(n_records, dtype=np.int64)
-    at = 0
-    for v in range(n_records):
+    """(text, ends): every record's sample columns GT:DS:GP and a newline
+    as ASCII bytes, record v ending at ends[v], from the alt probabilities
+    p1, p2 (V, S) of each call's haplotypes (haploid (V, S) bool: GT from
+    haploid_table, DS and GP from p1 alone). Records are measured, then
+    written, in parallel: each has its place before any is written."""
+    n_records, n_samples = p1.shape
+    lengths = np.empty(n_records, dtype=np.int64)
+    for v in nb.prange(n_records):
+        lengths[v] = _record_length(p1, p2, haploid, v, gt_lengths, haploid_lengths, ds_lengths,
+                                    prob_lengths)
+    ends = np.cumsum(lengths)
+    out = np.empty(ends[-1] if n_records else 0, dtype=np.uint8)
+    for v in nb.prange(n_records):
+        at = ends[v] - lengths[v]
         for s in range(n_samples):
             if s:
                 out[at] = 9  # tab
                 at += 1
+            gt, ds, gp0, gp1, gp2 = _call_rows(p1[v, s], p2[v, s], haploid[v, s])
             if haploid[v, s]:
-                at = _copy_entry(out, at, haploid_table, haploid_lengths, gt[v, s])
+                at = _copy_entry(out, at, haploid_table, haploid_lengths, gt)
             else:
-                at = _copy_entry(out, at, gt_table, gt_lengths, gt[v, s])
+                at = _copy_entry(out, at, gt_table, gt_lengths, gt)
             out[at] = 58  # colon
-            at = _copy_entry(out, at + 1, ds_table, ds_lengths, ds[v, s])
+            at = _copy_entry(out, at + 1, ds_table, ds_lengths, ds)
             out[at] = 58
-            at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp0[v, s])
+            at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp0)
             out[at] = 44  # comma
-            at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp1[v, s])
+            at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp1)
             if not haploid[v, s]:
                 out[at] = 44
-                at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp2[v, s])
-        ends[v] = at
-    return out[:at], ends
+                at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp2)
+        out[at] = 10  # newline
+    return out, ends
 
 
-def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None) -> list[str]:
-    """Per record, its sample columns GT:DS:GP joined by tabs, from
-    per-haplotype alt probabilities (V, S); where `haploid` (V, S) is set, a
-    haploid call from p1 alone (GT 0 or 1, DS = p1, GP = (1 - p1, p1)) and
-    p2 is ignored.
+@nb.njit(cache=True, parallel=True)
+def _side_by_side(text, starts, lengths, ends):
+    """Record v's pieces text[starts[b, v]:][:lengths[b, v]] of each part b
+    copied in turn to end at ends[v], each part's newline but the last made
+    a tab."""
+    n_parts, n_records = starts.shape
+    out = np.empty(ends[-1] if n_records else 0, dtype=np.uint8)
+    for v in nb.prange(n_records):
+        at = ends[v] - lengths[:, v].sum()
+        for b in range(n_parts):
+            out[at:at + lengths[b, v]] = text[starts[b, v]:starts[b, v] + lengths[b, v]]
+            at += lengths[b, v]
+            if b < n_parts - 1:
+                out[at - 1] = 9  # tab
+    return out
+
+
+@dataclass(frozen=True)
+class ColumnText:
+    """The sample columns of consecutive records as one ASCII buffer:
+    record v's columns, tab-separated and ending in a newline, are
+    text[ends[v - 1]:ends[v]] (from 0 for the first)."""
+
+    text: np.ndarray  # (bytes,) uint8
+    ends: np.ndarray  # (V,) int64
+
+    @classmethod
+    def from_rows(cls, rows: list[str]) -> ColumnText:
+        encoded = [f"{row}\n".encode("ascii") for row in rows]
+        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), np.cumsum([len(e) for e in encoded], dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def pieces(self) -> list[memoryview]:
+        """Each record's columns and newline, as views of the buffer (no copy)."""
+        view = memoryview(self.text)
+        ends = self.ends.tolist()
+        return [view[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+    def rows(self) -> list[str]:
+        """Each record's columns as text, without the newline."""
+        return [bytes(piece[:-1]).decode("ascii") for piece in self.pieces()]
+
+    @classmethod
+    def of_text(cls, text: np.ndarray) -> ColumnText:
+        """The records of a buffer laid out as ColumnText.text (ends found at its newlines)."""
+        return cls(text, np.flatnonzero(text == 10) + 1)
+
+    @classmethod
+    def side_by_side(cls, parts: list[ColumnText]) -> ColumnText:
+        """The same records' columns of consecutive batches of samples, as
+        one: each record's columns of every part in turn, tab-separated."""
+        if len(parts) == 1:
+            return parts[0]
+        lengths = np.stack([np.diff(p.ends, prepend=0) for p in parts])  # (parts, V)
+        offsets = np.cumsum([0] + [len(p.text) for p in parts[:-1]])
+        starts = offsets[:, None] + np.stack([p.ends for p in parts]) - lengths
+        ends = np.cumsum(lengths.sum(axis=0))
+        return cls(_side_by_side(np.concatenate([p.text for p in parts]), starts, lengths, ends), ends)
+
+
+def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None) -> ColumnText:
+    """Every record's sample columns GT:DS:GP from per-haplotype alt
+    probabilities (V, S); where `haploid` (V, S) is set, a haploid call from
+    p1 alone (GT 0 or 1, DS = p1, GP = (1 - p1, p1)) and p2 is ignored.
 
     Each value is a row of a table of pre-formatted numbers (three
     decimals), copied into one byte buffer in compiled code, with no Python
     string operation per call."""
-    if not p1.size:
-        return [""] * len(p1)
-    p1, p2 = np.clip(p1, 0, 1), np.clip(p2, 0, 1)  # out-of-range values would wrap the lookup tables
-    gp0 = (1 - p1) * (1 - p2)
-    gp2 = p1 * p2
-    gp1 = np.clip(1 - gp0 - gp2, 0, 1)
-    gt, ds = 2 * (p1 >= 0.5) + (p2 >= 0.5), p1 + p2
-    if haploid is None:
-        haploid = np.zeros(p1.shape, dtype=bool)
-    else:  # GT, DS and GP = (1 - p1, p1) from p1 alone
-        gt, ds = np.where(haploid, p1 >= 0.5, gt), np.where(haploid, p1, ds)
-        gp0, gp1 = np.where(haploid, 1 - p1, gp0), np.where(haploid, p1, gp1)
-    text, ends = _sample_columns(gt.astype(np.int64), *map(_fraction_index, (ds, gp0, gp1, gp2)),
-                                 np.ascontiguousarray(haploid), _GT, _GT_LENGTHS, _HAPLOID_GT, _HAPLOID_GT_LENGTHS,
-                                 _DS, _DS_LENGTHS, _PROB, _PROB_LENGTHS)
-    text = text.tobytes().decode("ascii")
-    ends = ends.tolist()
-    return [text[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+    p1, p2 = np.ascontiguousarray(p1), np.ascontiguousarray(p2)
+    haploid = np.zeros(p1.shape, dtype=bool) if haploid is None else np.ascontiguousarray(haploid, dtype=bool)
+    text, ends = _sample_columns(p1, p2, haploid, _GT, _GT_LENGTHS,
+                                 _HAPLOID_GT, _HAPLOID_GT_LENGTHS, _DS, _DS_LENGTHS, _PROB, _PROB_LENGTHS)
+    return ColumnText(text, ends)
+
+
+_FIXED_ONE = 2.0 ** 40  # probabilities are summed as integer multiples of 2^-40
+
+
+@nb.njit(cache=True, parallel=True)
+def _dosage_sums(p, present):
+    """(alt, alt_squared, haplotypes) (V,) of DosageSums from p, present (V, H)."""
+    n_records, n_haplotypes = p.shape
+    alt = np.zeros(n_records, dtype=np.int64)
+    alt_squared = np.zeros(n_records, dtype=np.int64)
+    count = np.zeros(n_records, dtype=np.int64)
+    for v in nb.prange(n_records):
+        for h in range(n_haplotypes):
+            if present[v, h]:
+                x = min(max(np.float64(p[v, h]), 0.0), 1.0)
+                alt[v] += np.int64(np.rint(x * _FIXED_ONE))
+                alt_squared[v] += np.int64(np.rint(x * x * _FIXED_ONE))
+                count[v] += 1
+    return alt, alt_squared, count
+
+
+@dataclass(frozen=True)
+class DosageSums:
+    """Per record, what INFO's AF and DR2 need from the haplotypes: their
+    alt probabilities p summed, p^2 summed, and how many there are.
+
+    The sums are integers (p in units of 2^-40, exact in int64 up to a
+    million haplotypes), so they add up to the same totals in any order or
+    grouping: a cohort imputed in batches of samples gets the INFO of one
+    imputed whole."""
+
+    alt: np.ndarray  # (V,) int64
+    alt_squared: np.ndarray  # (V,) int64
+    haplotypes: np.ndarray  # (V,) int64
+
+    @classmethod
+    def of(cls, p: np.ndarray, present: np.ndarray | None = None) -> DosageSums:
+        """p (V, H) alt probabilities; present (V, H) the haplotypes counted (all by default)."""
+        p = np.ascontiguousarray(p)
+        present = np.ones(p.shape, dtype=bool) if present is None else np.ascontiguousarray(present, dtype=bool)
+        return cls(*_dosage_sums(p, present))
+
+    def __add__(self, other: DosageSums) -> DosageSums:
+        return DosageSums(self.alt + other.alt, self.alt_squared + other.alt_squared,
+                          self.haplotypes + other.haplotypes)
+
+    def af(self) -> np.ndarray:
+        """(V,) estimated alt allele frequency: the mean of p."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.alt / _FIXED_ONE / self.haplotypes
+
+    def r2(self) -> np.ndarray:
+        """(V,) DR2: the variance of p over haplotypes divided by AF * (1 -
+        AF), the expected squared correlation between imputed and true
+        allele dosage when the probabilities are calibrated (the estimator
+        Minimac4 reports as R2); 0 for monomorphic estimates."""
+        af = self.af()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = self.alt_squared / _FIXED_ONE / self.haplotypes - af * af
+            denom = af * (1 - af)
+            r2 = np.where(denom > 1e-12, var / denom, 0.0)
+        return np.clip(r2, 0.0, 1.0)
 
 
 def dosage_r2(p: np.ndarray, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(AF, DR2) per variant from haplotype alt probabilities (V, H), over
-    the haplotypes `present` (V, H) marks (all by default; a haploid call
-    has one).
-
-    DR2 = variance of the haplotype dosages over haplotypes divided by
-    AF * (1 - AF): the expected squared correlation between imputed and true
-    allele dosage when the probabilities are calibrated (the estimator
-    Minimac4 reports as R2). 0 for monomorphic estimates."""
-    if present is None:
-        af, var = p.mean(axis=1), p.var(axis=1)
-    else:
-        n = present.sum(axis=1)
-        af = np.where(present, p, 0).sum(axis=1) / n
-        var = np.where(present, (p - af[:, None]) ** 2, 0).sum(axis=1) / n
-    denom = af * (1 - af)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r2 = np.where(denom > 1e-12, var / denom, 0.0)
-    return af, np.clip(r2, 0.0, 1.0)
+    """(AF, DR2) per variant (DosageSums) from haplotype alt probabilities
+    (V, H), over the haplotypes `present` (V, H) marks (all by default; a
+    haploid call has one)."""
+    sums = DosageSums.of(p, present)
+    return sums.af(), sums.r2()
 
 
 HEADER_LINES = [
@@ -183,10 +315,14 @@ class VcfWriter:
         lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples]))
         self._write(lines)
 
-    def write_records(self, fixed: list, info: list, fmt: str, samples: list) -> None:
-        """fixed: per record [CHROM, POS, ID, REF, ALT]; samples: per record,
-        its sample columns joined by tabs (as genotype_columns)."""
-        self._write(["\t".join([*f, ".", "PASS", i, fmt, row]) for f, i, row in zip(fixed, info, samples)])
+    def write_records(self, fixed: list, info: list, fmt: str, columns: ColumnText) -> None:
+        """fixed: per record [CHROM, POS, ID, REF, ALT]; columns: the records'
+        sample columns (genotype_columns, ColumnText.from_rows)."""
+        pieces = []
+        for f, i, row in zip(fixed, info, columns.pieces()):
+            pieces += ["\t".join([*f, ".", "PASS", i, fmt, ""]).encode(), row]
+        if pieces:
+            self.handle.write(b"".join(pieces))
         self.records += len(fixed)
 
     def _write(self, lines: list) -> None:
