@@ -39,8 +39,10 @@ from genimpute.config import CopyingSettings
 
 # posterior below which a state's alleles are not read at untyped records
 MIN_POSTERIOR = 1e-4
-# records whose minor allele has at most this many copies are read through their carriers (minor_carriers)
-SPARSE_LIMIT = 1024
+# records whose minor allele has at most this many copies are read through their carriers (minor_carriers),
+# the others through the distinct sequences of their gap (gap_sequences)
+SPARSE_LIMIT = 8
+MAX_SEQUENCES = 65535  # per gap, numbered in uint16
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
@@ -176,11 +178,11 @@ def _allele(packed, record, haplotype):
 
 @nb.njit(cache=True)
 def minor_carriers(packed, records, n_haplotypes, limit):
-    """(starts, carriers, minor_is_alt) of records: for each record whose
-    minor allele has at most `limit` copies, the haplotypes carrying it,
-    carriers[starts[i]:starts[i + 1]] (empty for the others), and which
-    allele is minor. A rare record's P(alt) is then a sum over the few
-    carriers among a query's states instead of a read of every state."""
+    """(starts, carriers, minor_is_alt, listed) of records: for each record
+    whose minor allele has at most `limit` copies (listed), the haplotypes
+    carrying it, carriers[starts[i]:starts[i + 1]] (empty for the others),
+    and which allele is minor. A rare record's P(alt) is then a sum over the
+    few carriers among a query's states."""
     n = len(records)
     ones = np.zeros(256, dtype=np.int64)  # set bits of each byte value
     for value in range(256):
@@ -192,9 +194,11 @@ def minor_carriers(packed, records, n_haplotypes, limit):
             alt_counts[i] += ones[packed[records[i], byte]]
     minor_is_alt = 2 * alt_counts <= n_haplotypes
     starts = np.zeros(n + 1, dtype=np.int64)
+    listed = np.zeros(n, dtype=np.bool_)
     for i in range(n):
         minor = alt_counts[i] if minor_is_alt[i] else n_haplotypes - alt_counts[i]
-        starts[i + 1] = starts[i] + (minor if minor <= limit else 0)
+        listed[i] = minor <= limit
+        starts[i + 1] = starts[i] + (minor if listed[i] else 0)
     carriers = np.empty(starts[n], dtype=np.int32)
     for i in range(n):
         if starts[i + 1] == starts[i]:
@@ -210,61 +214,181 @@ def minor_carriers(packed, records, n_haplotypes, limit):
                 if h < n_haplotypes and ((value >> (7 - bit)) & 1) == wanted:
                     carriers[at] = h
                     at += 1
-    return starts, carriers, minor_is_alt
+    return starts, carriers, minor_is_alt, listed
+
+
+@nb.njit(cache=True)
+def _number_sequences(packed, records, lo, hi, listed, n_haplotypes, ids, next_id, used):
+    """Number into ids (H,) the distinct allele sequences of the panel
+    haplotypes over records lo..hi - 1 that are not `listed`, refining the
+    partition one record at a time; return how many (-1 past MAX_SEQUENCES)."""
+    ids[:] = 0
+    n = 1
+    for r in range(lo, hi):
+        if listed[r]:
+            continue
+        m = 0
+        for h in range(n_haplotypes):
+            key = 2 * ids[h] + _allele(packed, records[r], h)
+            if next_id[key] < 0:
+                next_id[key] = m
+                used[m] = key
+                m += 1
+            ids[h] = next_id[key]
+        for i in range(m):
+            next_id[used[i]] = -1
+        n = m
+        if n > MAX_SEQUENCES:
+            return -1
+    return n
+
+
+@nb.njit(cache=True, parallel=True)
+def gap_sequences(packed, records, gap_bounds, listed, n_haplotypes):
+    """(gap_row, sequence_of, first_rep, reps): for each gap g (records
+    gap_bounds[g] .. gap_bounds[g + 1] - 1) with records not `listed`, the
+    distinct allele sequences the panel haplotypes carry over those records:
+    sequence_of[gap_row[g], h] numbers haplotype h's, and
+    reps[first_rep[gap_row[g]] + i] is a haplotype carrying sequence i.
+    gap_row is -1 for gaps with none, or with more than MAX_SEQUENCES.
+
+    Haplotypes that share a gap's sequence impute it alike, so a query's
+    states are summed by sequence first: the few sequences among them, not
+    every state, are then read at each record (as Beagle's imputation groups
+    reference haplotypes between typed markers)."""
+    n_gaps = len(gap_bounds) - 1
+    wanted = np.zeros(n_gaps, dtype=np.bool_)
+    for g in range(n_gaps):
+        for r in range(gap_bounds[g], gap_bounds[g + 1]):
+            if not listed[r]:
+                wanted[g] = True
+                break
+    gaps = np.nonzero(wanted)[0]
+    sequence_of = np.zeros((len(gaps), n_haplotypes), dtype=np.uint16)
+    n_sequences = np.zeros(len(gaps), dtype=np.int64)
+    for i in nb.prange(len(gaps)):
+        ids = np.empty(n_haplotypes, dtype=np.int32)
+        next_id = np.full(2 * n_haplotypes + 2, -1, dtype=np.int32)
+        used = np.empty(2 * n_haplotypes + 2, dtype=np.int32)
+        n_sequences[i] = _number_sequences(packed, records, gap_bounds[gaps[i]], gap_bounds[gaps[i] + 1], listed,
+                                           n_haplotypes, ids, next_id, used)
+        if n_sequences[i] > 0:
+            sequence_of[i] = ids
+    gap_row = np.full(n_gaps, -1, dtype=np.int64)
+    first_rep = np.zeros(len(gaps) + 1, dtype=np.int64)
+    for i in range(len(gaps)):
+        if n_sequences[i] > 0:
+            gap_row[gaps[i]] = i
+        first_rep[i + 1] = first_rep[i] + max(n_sequences[i], 0)
+    reps = np.full(first_rep[-1], -1, dtype=np.int32)
+    for i in nb.prange(len(gaps)):
+        if n_sequences[i] > 0:
+            for h in range(n_haplotypes):
+                at = first_rep[i] + sequence_of[i, h]
+                if reps[at] < 0:
+                    reps[at] = h
+    return gap_row, sequence_of, first_rep, reps
+
+
+@nb.njit(cache=True)
+def _above(posterior, out):
+    """Write to out the states whose posterior exceeds MIN_POSTERIOR, ascending; return how many."""
+    n = 0
+    for s in range(len(posterior)):
+        out[n] = s
+        n += posterior[s] > MIN_POSTERIOR  # branch-free: most states are below
+    return n
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_gap(untyped, start, stop, states, slot, left, right, out_column):
-    """P(alt) at untyped records start..stop - 1 (one gap between typed
-    sites) from the posteriors at its left and right typed sites,
-    interpolated by their weights (0 at the left site, 1 at the right).
-    slot (H,): each haplotype's index among `states`, -1 for none.
+def _impute_gap(untyped, groups, gap, states, slot, left, right, out_column, scratch):
+    """P(alt) at the untyped records of one gap between typed sites (gap
+    g: records gap_bounds[g] .. gap_bounds[g + 1] - 1) from the posteriors
+    at its left and right typed sites, interpolated by their weights (0 at
+    the left site, 1 at the right). left and right: (posteriors (K,), the
+    states above MIN_POSTERIOR, how many); slot (H,): each haplotype's index
+    among `states`, -1 for none.
 
-    A record reads whichever is fewer: its minor allele's carriers
-    (minor_carriers) or the states above MIN_POSTERIOR at either site."""
-    packed, records, weights, starts, carriers, minor_is_alt = untyped
-    active = np.empty(len(states), dtype=np.int32)
-    n_active = 0
-    for s in range(len(states)):
-        if left[s] > MIN_POSTERIOR or right[s] > MIN_POSTERIOR:
-            active[n_active] = s
-            n_active += 1
-    for r in range(start, stop):
-        from_left, from_right = 0.0, 0.0
-        n_carriers = starts[r + 1] - starts[r]
-        if 0 < n_carriers < n_active:
+    A rare record (minor_carriers) reads its minor allele's carriers among
+    the states; the others, the states above MIN_POSTERIOR summed by their
+    sequence over the gap (gap_sequences), or one by one where the gap has
+    too many sequences to number."""
+    packed, records, weights, starts, carriers, minor_is_alt, listed, gap_bounds = untyped
+    if gap_bounds[gap] == gap_bounds[gap + 1]:
+        return
+    gap_row, sequence_of, first_rep, reps = groups
+    mass_left, mass_right, touched = scratch
+    row = gap_row[gap]
+    n_touched = 0
+    if row >= 0:
+        n_touched = _sum_by_sequence(sequence_of[row], states, left, mass_left, mass_right, touched, 0)
+        n_touched = _sum_by_sequence(sequence_of[row], states, right, mass_right, mass_left, touched, n_touched)
+    for r in range(gap_bounds[gap], gap_bounds[gap + 1]):
+        from_left, from_right = np.float32(0.0), np.float32(0.0)
+        if listed[r]:
             for c in range(starts[r], starts[r + 1]):
                 s = slot[carriers[c]]
                 if s >= 0:
-                    from_left += left[s]
-                    from_right += right[s]
+                    from_left += left[0][s]
+                    from_right += right[0][s]
             if not minor_is_alt[r]:  # the sums were of REF: the states sum to 1 at each site
-                from_left, from_right = 1.0 - from_left, 1.0 - from_right
+                from_left, from_right = 1 - from_left, 1 - from_right
+        elif row >= 0:
+            for i in range(n_touched):
+                if _allele(packed, records[r], reps[first_rep[row] + touched[i]]):
+                    from_left += mass_left[touched[i]]
+                    from_right += mass_right[touched[i]]
         else:
-            for a in range(n_active):
-                s = active[a]
-                if _allele(packed, records[r], states[s]):
-                    from_left += left[s]
-                    from_right += right[s]
-        out_column[r] = (1.0 - weights[r]) * from_left + weights[r] * from_right
+            from_left = _alt_mass(packed, records[r], states, left)
+            from_right = _alt_mass(packed, records[r], states, right)
+        out_column[r] = (1 - weights[r]) * from_left + weights[r] * from_right
+    for i in range(n_touched):
+        mass_left[touched[i]] = 0
+        mass_right[touched[i]] = 0
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _sum_by_sequence(sequence_of, states, side, mass, other_mass, touched, n_touched):
+    """Add each state above MIN_POSTERIOR on one side (posteriors, list,
+    count) to the mass of its sequence, listing sequences not yet touched;
+    return the new count."""
+    posterior, above, n_above = side
+    for i in range(n_above):
+        s = above[i]
+        sequence = sequence_of[states[s]]
+        if mass[sequence] == 0 and other_mass[sequence] == 0:  # a state above MIN_POSTERIOR adds a positive mass
+            touched[n_touched] = sequence
+            n_touched += 1
+        mass[sequence] += posterior[s]
+    return n_touched
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _alt_mass(packed, record, states, side):
+    """The posterior mass of the states above MIN_POSTERIOR on one side that carry the alt allele."""
+    posterior, above, n_above = side
+    total = np.float32(0.0)
+    for i in range(n_above):
+        if _allele(packed, record, states[above[i]]):
+            total += posterior[above[i]]
+    return total
 
 
 @nb.njit(cache=True, fastmath=FAST)
 def _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                      untyped, gap_bounds, slot, out_column, typed_column):
+                      untyped, groups, slot, out_column, typed_column, scratch):
     """Forward-backward over typed sites [first, last); imputes the untyped
-    records of gaps core_first..core_last - 1 (gap j: after typed site j,
-    gap_bounds[j + 1] .. gap_bounds[j + 2] of `records`; gap -1 is before
-    the first typed site) into out_column (none with an empty out_column),
-    and the typed sites of the core where the query has no call into
-    typed_column (t,)."""
+    records after typed sites core_first..core_last - 1 (_impute_gap's gap
+    j + 1 follows typed site j; gap 0 is before the first typed site) into
+    out_column (none with an empty out_column), and the typed sites of the
+    core where the query has no call into typed_column (t,)."""
     k = len(states)
     state_alleles = _state_alleles(alleles, states, first, last)
     forward = _forward(state_alleles, query, first, jump_rate, error)
     backward = np.ones(k, dtype=np.float32)
     emit = np.empty(k, dtype=np.float32)
-    posterior = np.empty(k, dtype=np.float32)
-    right = np.empty(k, dtype=np.float32)
+    posterior, above = np.empty(k, dtype=np.float32), np.empty(k, dtype=np.int32)
+    right, right_above, n_right_above = np.empty(k, dtype=np.float32), np.empty(k, dtype=np.int32), 0
     for j in range(last - 1, first - 1, -1):
         if j < last - 1:  # backward to site j from site j + 1
             _emit(state_alleles, query[j + 1], j + 1 - first, error, emit)
@@ -291,18 +415,19 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
             typed_column[j] = alt
         if not len(out_column):  # typed sites only
             continue
-        if core_first <= j < core_last:
-            gap_right = right if j < last - 1 else posterior  # after the last typed site: its posterior alone
-            _impute_gap(untyped, gap_bounds[j + 1], gap_bounds[j + 2], states, slot, posterior, gap_right,
-                        out_column)
+        here = (posterior, above, _above(posterior, above))
+        if core_first <= j < core_last:  # after the last typed site: its posterior alone
+            _impute_gap(untyped, groups, j + 1, states, slot, here,
+                        (right, right_above, n_right_above) if j < last - 1 else here, out_column, scratch)
         if j == core_first == 0:  # before the first typed site: its posterior alone
-            _impute_gap(untyped, gap_bounds[0], gap_bounds[1], states, slot, posterior, posterior, out_column)
-        right[:] = posterior
+            _impute_gap(untyped, groups, 0, states, slot, here, here, out_column, scratch)
+        posterior, right = right, posterior  # site j is the next one's right: its arrays are kept, not copied
+        above, right_above, n_right_above = right_above, above, here[2]
 
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, first, last, core_first, core_last,
-                    jump_cm, neighbours, max_states, ne, error, untyped, gap_bounds):
+                    jump_cm, neighbours, max_states, ne, error, untyped, groups):
     """((len(records), Q), (t, Q)) P(alt) of Q query haplotypes (queries
     (t, Q) int8) at the untyped records of untyped[1] (none if it is empty)
     and at the typed sites of the core where a query has no call (NaN at
@@ -313,6 +438,10 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
     typed_out = np.full((n_queries, queries.shape[0]), np.nan, dtype=np.float32)
     # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
     jump_rate = -np.expm1(-0.04 * ne * jump_cm / n_haplotypes)
+    first_rep = groups[2]
+    n_sequences = 1
+    for i in range(len(first_rep) - 1):
+        n_sequences = max(n_sequences, first_rep[i + 1] - first_rep[i])
     for q in nb.prange(n_queries):
         counts = np.zeros(n_haplotypes, dtype=np.int32)
         query = queries[:, q].copy()
@@ -320,8 +449,10 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
                                 excluded[q], counts)
         slot = np.full(n_haplotypes, -1, dtype=np.int32)
         slot[states] = np.arange(len(states), dtype=np.int32)
+        scratch = (np.zeros(n_sequences, dtype=np.float32), np.zeros(n_sequences, dtype=np.float32),
+                   np.empty(2 * len(states), dtype=np.int32))
         _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                          untyped, gap_bounds, slot, out[q], typed_out[q])
+                          untyped, groups, slot, out[q], typed_out[q], scratch)
     return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
@@ -389,11 +520,14 @@ class ContigModel:
             stop = start
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
-        carriers = minor_carriers(self.packed, records, self.alleles.shape[1], SPARSE_LIMIT)
+        n_haplotypes = self.alleles.shape[1]
+        carriers = minor_carriers(self.packed, records, n_haplotypes, SPARSE_LIMIT)
+        groups = gap_sequences(self.packed, records, local_bounds, carriers[3], n_haplotypes)
         return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
                                self.forward_index, self.backward_index, segment.first, segment.last,
                                segment.core_first, segment.core_last, self.jump_cm, s.neighbours, s.max_states,
-                               float(s.ne), s.error, (self.packed, records, self.weights[start:stop], *carriers), local_bounds)
+                               float(s.ne), s.error, (self.packed, records, self.weights[start:stop], *carriers,
+                                                      local_bounds), groups)
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

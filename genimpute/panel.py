@@ -313,25 +313,38 @@ IDENTITY_CONCORDANCE = 0.98
 _MIN_SITES_FOR_IDENTITY = 100
 
 
-def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list) -> np.ndarray:
+def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list, block: int = 256) -> np.ndarray:
     """(S,) index of the panel sample each target sample is (by name, or by
-    genotypes identical at the typed sites, for a renamed sample), -1 for none."""
+    genotypes identical at the typed sites, for a renamed sample), -1 for
+    none. Target samples are compared `block` at a time, so the (S, N)
+    comparisons of a cohort of thousands are never held at once."""
     by_name = {name: i for i, name in enumerate(panel.samples)}
     found = np.array([by_name.get(name, -1) for name in target_samples], dtype=np.int64)
-    target = aln.haplotypes.astype(np.int16)
-    called = (target[:, 0::2] >= 0) & (target[:, 1::2] >= 0)  # (T, S) diploid calls
-    target_dosage = np.where(called, target[:, 0::2] + target[:, 1::2], -1)
     panel_haps = panel.haplotypes(aln.panel_rows).astype(np.int16)
     panel_dosage = panel_haps[:, 0::2] + panel_haps[:, 1::2]  # (T, N)
-
-    def pairs(a, b):  # (S, N) count of sites where both hold
-        return a.T.astype(np.float32) @ b.astype(np.float32)
-
-    # sites where either carries an alt allele, and where both agree on it
-    target_alt, panel_alt = target_dosage > 0, panel_dosage > 0
-    informative = pairs(target_alt, np.ones_like(panel_alt)) + pairs(called, panel_alt) - pairs(target_alt, panel_alt)
-    agree = pairs(target_dosage == 1, panel_dosage == 1) + pairs(target_dosage == 2, panel_dosage == 2)
-    identical = (informative >= _MIN_SITES_FOR_IDENTITY) & (agree >= IDENTITY_CONCORDANCE * informative)
-    for s in np.nonzero((found < 0) & identical.any(axis=1))[0]:
-        found[s] = int(np.argmax(np.where(identical[s], agree[s], -1)))
+    del panel_haps
+    # per panel sample and site, as float32 for matrix products: alt carried, dosage 1, dosage 2
+    panel_sides = [(panel_dosage > 0).astype(np.float32), (panel_dosage == 1).astype(np.float32),
+                   (panel_dosage == 2).astype(np.float32)]
+    for start in range(0, len(target_samples), block):
+        unnamed = np.nonzero(found[start:start + block] < 0)[0] + start
+        if len(unnamed):
+            found[unnamed] = _same_genotypes(aln.haplotypes[:, np.ravel([2 * unnamed, 2 * unnamed + 1], "F")],
+                                             *panel_sides)
     return found
+
+
+def _same_genotypes(haplotypes: np.ndarray, panel_alt, panel_het, panel_hom) -> np.ndarray:
+    """(B,) the panel sample whose genotypes agree with each of B target
+    samples (haplotypes (T, 2B)) at IDENTITY_CONCORDANCE of at least
+    _MIN_SITES_FOR_IDENTITY informative sites (where either carries an alt
+    allele), the most agreeing one; -1 for none. panel_*: (T, N) float32."""
+    target = haplotypes.astype(np.int16)
+    called = ((target[:, 0::2] >= 0) & (target[:, 1::2] >= 0)).astype(np.float32)  # (T, B) diploid calls
+    dosage = np.where(called > 0, target[:, 0::2] + target[:, 1::2], -1)
+    target_alt = (dosage > 0).astype(np.float32)
+    # sites where either carries an alt allele, and where both agree on it
+    informative = target_alt.sum(axis=0)[:, None] + called.T @ panel_alt - target_alt.T @ panel_alt
+    agree = (dosage == 1).astype(np.float32).T @ panel_het + (dosage == 2).astype(np.float32).T @ panel_hom
+    identical = (informative >= _MIN_SITES_FOR_IDENTITY) & (agree >= IDENTITY_CONCORDANCE * informative)
+    return np.where(identical.any(axis=1), np.argmax(np.where(identical, agree, -1), axis=1), -1)

@@ -196,12 +196,13 @@ def test_minor_carriers_are_the_haplotypes_of_each_records_minor_allele():
     rng = np.random.default_rng(6)
     alleles = (rng.random((50, 37)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 37: a ragged last byte
     records = np.arange(50, dtype=np.int64)
-    starts, carriers, minor_is_alt = minor_carriers(np.packbits(alleles, axis=1), records, 37, 10)
+    starts, carriers, minor_is_alt, listed = minor_carriers(np.packbits(alleles, axis=1), records, 37, 10)
     for r in records:
         minor = alleles[r] if minor_is_alt[r] else 1 - alleles[r]
         assert minor_is_alt[r] == (2 * alleles[r].sum() <= 37)
         expected = np.nonzero(minor)[0] if minor.sum() <= 10 else []
         assert carriers[starts[r]:starts[r + 1]].tolist() == list(expected)
+        assert listed[r] == (minor.sum() <= 10)
 
 
 def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 24's cohort goal: 10,020 targets (the scale series' 1,002, each ten
+# times under new names) against the 4,000-sample panel, next to the first
+# 1,000 of them: genimpute's wall time, peak RSS and time per target, and the
+# ratio of the two runs' peak memory (goal: within 1.2x); Beagle 5.4 on the
+# same files for scale. Median of ROUNDS runs; one tool at a time.
+#
+#   bash benchmarks/cohort_memory.sh SCALE_DIR [out dir]   (default benchmarks/out/cohort)
+#
+# Needs: genimpute installed; beagle, bcftools, tabix on PATH.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+scale=$(cd "$1" && pwd)
+out=${2:-$root/benchmarks/out/cohort}
+mkdir -p "$out"
+cd "$out"
+source "$root/benchmarks/lib.sh"
+
+if [[ ! -s targets.10020.vcf.gz.tbi ]]; then
+  copies=()
+  for c in $(seq 0 9); do
+    bcftools query -l "$scale/targets.array.vcf.gz" | sed "s/\$/_c$c/" > "names.$c.txt"
+    bcftools reheader -s "names.$c.txt" -o "copy.$c.vcf.gz" "$scale/targets.array.vcf.gz"
+    tabix -f "copy.$c.vcf.gz"
+    copies+=("copy.$c.vcf.gz")
+  done
+  bcftools merge -Oz -o targets.10020.vcf.gz "${copies[@]}" && tabix -f targets.10020.vcf.gz
+  rm -f copy.* names.*
+fi
+[[ -s targets.1000.vcf.gz.tbi ]] || {
+  bcftools query -l targets.10020.vcf.gz | sed -n "1,1000p" > targets.1000.txt
+  bcftools view -S targets.1000.txt -Oz -o targets.1000.vcf.gz targets.10020.vcf.gz && tabix -f targets.1000.vcf.gz
+}
+kept convert || timed convert genimpute panel "$scale/panel.4000.vcf.gz" --map "$scale/const.map" --out panel.gpanel --force
+for n in 1000 10020; do
+  echo "$n targets, 4,000-sample panel:"
+  median_of "genimpute.$n" genimpute -q impute "targets.$n.vcf.gz" --ref panel.gpanel --out "genimpute.$n.vcf.gz" --force
+  median_of "beagle.$n" beagle ref="$scale/panel.4000.vcf.gz" gt="targets.$n.vcf.gz" map="$scale/const.map" \
+    out="beagle.$n" nthreads=2
+  for tool in genimpute beagle; do
+    read -r wall _ < "$tool.$n.time"
+    printf '  %-10s %.2f ms per target\n' "$tool" "$(echo "1000 * $wall / $n" | bc -l)"
+  done
+done
+read -r _ small < genimpute.1000.time; read -r _ large < genimpute.10020.time
+printf 'genimpute peak RSS, 10,020 targets / 1,000: %.2fx (goal: at most 1.2x)\n' "$(echo "$large / $small" | bc -l)"
