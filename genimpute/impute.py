@@ -225,8 +225,8 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
             totals[c] = part if b == 0 else totals[c] + part
         del probs  # before the next batch's are made
     if spool is not None:
-        for chunk, total, columns in zip(chunks, totals, spool.joined(len(formatters))):
-            _write_chunk(writer, chunk, total, columns, fixed)
+        for c, columns in enumerate(spool.joined(len(formatters))):
+            _write_chunk(writer, chunks[c], totals[c], columns, fixed)
 
 
 def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed) -> None:

@@ -197,3 +197,19 @@ def test_batches_of_samples_write_the_bytes_of_one_batch(tmp_path):
     assert any(r[7] == "." for r in body)  # the passed-through record
     assert any("IMPMISS" in r[7] for r in body) and any("DR2" in r[7] for r in body)
     assert all(r[9].split(":")[0] in ("0", "1") for r in body if r[7] != ".")  # the haploid sample
+
+
+def test_batches_of_samples_over_many_segments_write_the_bytes_of_one_batch(tmp_path):
+    """Segments of 15 typed sites: many windows, each spooled and joined in turn."""
+    from genimpute.config import CopyingSettings
+    from genimpute.modeldir import PRETRAINED_DIR
+
+    bodies = []
+    for batch in (1000, 4):
+        out = tmp_path / f"batch{batch}.vcf.gz"
+        summary = impute(TARGET_PHASED, PRETRAINED_DIR, out, "cpu", progress=False, ref=PANEL, batch_samples=batch,
+                         copying=CopyingSettings(segment_sites=15, margin_sites=5))
+        with gzip.open(out, "rt") as handle:
+            bodies.append([line for line in handle if not line.startswith("#")])
+    assert summary["windows"] >= 5
+    assert bodies[0] == bodies[1]

@@ -351,4 +351,10 @@ def test_spooled_batches_join_into_the_columns_of_the_whole(tmp_path):
             joined = list(spool.joined(len(batches)))
             assert [len(j) for j in joined] == [20, 1, 29]
             assert sum((j.rows() for j in joined), []) == genotype_columns(p1, p2, haploid).rows()
+        for b in batches:  # a window whose chunks are not all read leaves nothing for the next one
+            spool.put(genotype_columns(p1[:5, b], p2[:5, b]))
+        assert next(spool.joined(len(batches))).rows() == genotype_columns(p1[:5], p2[:5]).rows()
+        for b in batches:
+            spool.put(genotype_columns(p1[5:9, b], p2[5:9, b]))
+        assert [j.rows() for j in spool.joined(len(batches))] == [genotype_columns(p1[5:9], p2[5:9]).rows()]
     assert not list(tmp_path.iterdir())  # the spool's file has no name to leave behind

@@ -39,21 +39,25 @@ class ColumnSpool:
             self._store(self.pending.popleft().result())
 
     def _store(self, data: bytes) -> None:
+        self.file.seek(0, 2)  # reads move the position; chunks are appended
         self.parts.append((self.file.tell(), len(data)))
         self.file.write(data)
 
     def joined(self, n_batches: int):
-        """Yield each chunk's ColumnText with every batch's columns, in order."""
+        """Yield each chunk's ColumnText with every batch's columns, in
+        order. The spool is emptied at once: what is put from here on is the
+        next window's, whether or not every chunk is read."""
         while self.pending:
             self._store(self.pending.popleft().result())
-        n_chunks, rest = divmod(len(self.parts), n_batches)
+        parts, self.parts = self.parts, []
+        n_chunks, rest = divmod(len(parts), n_batches)
         if rest:
-            raise ValueError(f"expected a whole number of chunks per batch; found {len(self.parts)} for {n_batches}")
+            raise ValueError(f"expected a whole number of chunks per batch; found {len(parts)} for {n_batches}")
         for c in range(n_chunks):
-            yield ColumnText.side_by_side([self._read(*self.parts[b * n_chunks + c]) for b in range(n_batches)])
-        self.parts.clear()
-        self.file.seek(0)
-        self.file.truncate()
+            yield ColumnText.side_by_side([self._read(*parts[b * n_chunks + c]) for b in range(n_batches)])
+        if not self.parts and not self.pending:  # nothing put meanwhile: the file starts again
+            self.file.seek(0)
+            self.file.truncate()
 
     def _read(self, offset: int, size: int) -> ColumnText:
         self.file.seek(offset)
