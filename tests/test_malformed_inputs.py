@@ -52,6 +52,11 @@ def _one_record(i, edit):
     return lambda h, r: (h, r[:i] + [edit(r[i])] + r[i + 1:])
 
 
+def _second_sample_named_as_first(header, records):
+    columns = header[-1].split("\t")
+    return header[:-1] + ["\t".join(columns[:10] + columns[9:10] + columns[11:])], records
+
+
 # case: (make the file in a directory, what the error says)
 BAD_TARGETS = {
     "truncated bgzip": (_truncated, "malformed record"),
@@ -69,6 +74,8 @@ BAD_TARGETS = {
     "no shared position (another build)": (lambda p: _target_with(
         p, "shifted.vcf", lambda h, r: (h, [x[:1] + [str(int(x[1]) + 3)] + x[2:] for x in r])), "genome build"),
     "header only": (lambda p: _target_with(p, "empty.vcf", lambda h, r: (h, [])), "found none"),
+    "a sample named twice": (lambda p: _target_with(p, "twice.vcf", _second_sample_named_as_first),
+                             "found HG00097 in columns 10 and 11"),
 }
 
 

@@ -73,7 +73,34 @@ def open_vcf(path: str | Path):
     try:
         return cyvcf2.VCF(str(path), gts012=False, lazy=True, strict_gt=True)
     except Exception as exc:  # cyvcf2 raises OSError or a bare Exception on bad headers
-        raise InputError(f"{path}: cannot be read as VCF/BCF ({exc})") from exc
+        raise InputError(f"{path}: {_header_fault(path) or f'cannot be read as VCF/BCF ({exc})'}") from exc
+
+
+def _header_fault(path: Path) -> str | None:
+    """What is wrong with a text VCF's (bgzipped or plain) header line of
+    columns that htslib only calls unparseable: a sample named twice; None
+    when that is not it (or the file is not text VCF)."""
+    import gzip
+
+    try:
+        with open(path, "rb") as raw:
+            packed = raw.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rt") if packed else open(path)) as handle:
+            for line in handle:
+                if line.startswith("#CHROM"):
+                    samples = line.rstrip("\n").split("\t")[9:]
+                    seen = {}
+                    for column, name in enumerate(samples, start=10):
+                        if name in seen:
+                            return (f"expected each sample named once in the header; found {name} in columns "
+                                    f"{seen[name]} and {column}")
+                        seen[name] = column
+                    return None
+                if not line.startswith("#"):
+                    return None
+    except (OSError, UnicodeDecodeError, EOFError):  # not text VCF: BCF, or not VCF at all
+        return None
+    return None
 
 
 def _records(vcf, path):
