@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import signal
 import sys
@@ -29,6 +30,12 @@ def _run(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except GenimputeError as exc:
         click.echo(f"genimpute: error: {exc}", err=True)
+        sys.exit(1)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = f" writing {exc.filename}" if exc.filename else ""
+        click.echo(f"genimpute: error: {exc.strerror}{where}", err=True)
         sys.exit(1)
     except KeyboardInterrupt as exc:
         click.echo("genimpute: " + ("terminated" if isinstance(exc, _Terminated) else "interrupted"), err=True)

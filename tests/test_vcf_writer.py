@@ -358,3 +358,53 @@ def test_spooled_batches_join_into_the_columns_of_the_whole(tmp_path):
             spool.put(genotype_columns(p1[5:9, b], p2[5:9, b]))
         assert [j.rows() for j in spool.joined(len(batches))] == [genotype_columns(p1[5:9], p2[5:9]).rows()]
     assert not list(tmp_path.iterdir())  # the spool's file has no name to leave behind
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_writer(tmp_path):
+    import os
+    import subprocess as sp
+
+    dead = sp.Popen(["true"])
+    dead.wait()  # its pid is no longer running
+    stale = [tmp_path / f".tmp{dead.pid}.out.vcf.gz", tmp_path / f".tmp{dead.pid}.out.vcf.gz.tbi"]
+    other = [tmp_path / f".tmp{dead.pid}.other.vcf.gz", tmp_path / "notes.tmp",
+             tmp_path / f".tmp{os.getpid()}.out.vcf.gz.keep"]  # another output's; not a writer's name; ours
+    for path in [*stale, *other]:
+        path.write_text("partial")
+    with VcfWriter(tmp_path / "out.vcf.gz") as writer:
+        writer.write_header(SAMPLES, ["20"], {})
+    assert not any(p.exists() for p in stale) and all(p.exists() for p in other)
+    assert (tmp_path / "out.vcf.gz").exists()
+
+
+def test_a_full_disk_gives_one_error_line_and_no_partial_output(tmp_path, monkeypatch):
+    import errno
+
+    from cli_helpers import run
+    from paths import PANEL, TARGET_PHASED
+
+    from genimpute.io import bgzf
+
+    written = {"bytes": 0}
+    real_open = open
+
+    class FillingFile:  # a disk that fills after 5 kB
+        def __init__(self, path, mode):
+            self.handle = real_open(path, mode)
+
+        def write(self, data):
+            written["bytes"] += len(data)
+            if written["bytes"] > 5_000:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.handle.write(data)
+
+        def close(self):
+            self.handle.close()
+
+    monkeypatch.setattr(bgzf, "open", FillingFile, raising=False)
+    out = tmp_path / "out" / "imputed.vcf.gz"
+    out.parent.mkdir()
+    result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(out)], ok=False)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == ["genimpute: error: No space left on device"]
+    assert list(out.parent.iterdir()) == []

@@ -287,6 +287,21 @@ HEADER_LINES = [
 ]
 
 
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove the temporary files a killed writer of `path` left (SIGKILL
+    cannot be caught): .tmpPID.NAME and its index, PID no longer running."""
+    for leftover in path.parent.glob(f".tmp*.{path.name}*"):
+        pid = leftover.name[4:].split(".", 1)[0]
+        if not pid.isdigit() or leftover.name not in (f".tmp{pid}.{path.name}", f".tmp{pid}.{path.name}.tbi"):
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            leftover.unlink(missing_ok=True)
+        except PermissionError:  # another user's running process
+            pass
+
+
 class VcfWriter:
     """Context manager writing a bgzipped VCF to a hidden temporary file next
     to `path`; on a clean exit it is indexed and renamed to `path`, on an
@@ -302,6 +317,7 @@ class VcfWriter:
             raise InputError(f"output {self.path}: directory {self.path.parent} does not exist")
         self.tmp = self.path.with_name(f".tmp{os.getpid()}.{self.path.name}")
         self.records = 0
+        _remove_stale_temporaries(self.path)
 
     def __enter__(self):
         self.handle = BgzfWriter(self.tmp)
@@ -332,9 +348,13 @@ class VcfWriter:
     def __exit__(self, exc_type, exc, tb):
         import pysam
 
-        self.handle.close()
         index = Path(f"{self.tmp}.tbi")
         try:
+            try:
+                self.handle.close()
+            except OSError:  # a full disk fails the last blocks too: the first error is the one to report
+                if exc_type is None:
+                    raise
             if exc_type is None:
                 pysam.tabix_index(str(self.tmp), preset="vcf", force=True)
                 os.replace(self.tmp, self.path)
