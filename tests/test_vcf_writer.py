@@ -408,3 +408,36 @@ def test_a_full_disk_gives_one_error_line_and_no_partial_output(tmp_path, monkey
     assert result.exit_code == 1
     assert result.output.strip().splitlines() == ["genimpute: error: No space left on device"]
     assert list(out.parent.iterdir()) == []
+
+
+def test_the_index_written_with_the_file_finds_what_tabix_own_index_finds(tmp_path):
+    import shutil
+
+    import pysam
+
+    rng = np.random.default_rng(4)
+    out = tmp_path / "out.vcf.gz"
+    expected = []
+    with VcfWriter(out) as writer:
+        writer.write_header(SAMPLES, ["20", "21"], {})
+        for contig, n in (("20", 3000), ("21", 500)):
+            positions = np.sort(rng.choice(np.arange(1, 3_000_000), n, replace=False))
+            refs = ["A" * int(k) for k in rng.choice([1, 1, 1, 40_000], n)]  # a few span 16 kb windows
+            for cut in np.split(np.arange(n), np.sort(rng.choice(np.arange(1, n), 25, replace=False))):
+                fixed = [[contig, str(positions[i]), ".", refs[i], "G"] for i in cut]
+                p = rng.random((len(cut), len(SAMPLES)))
+                writer.write_records(fixed, ["."] * len(cut), "GT:DS:GP", genotype_columns(p, p))
+                expected += [(contig, int(positions[i]), len(refs[i])) for i in cut]
+    theirs = tmp_path / "theirs.vcf.gz"
+    shutil.copy(out, theirs)
+    pysam.tabix_index(str(theirs), preset="vcf", force=True)
+    ours_file, theirs_file = pysam.TabixFile(str(out)), pysam.TabixFile(str(theirs))
+    assert list(ours_file.contigs) == ["20", "21"]
+    for _ in range(200):
+        contig = str(rng.choice(["20", "21"]))
+        start = int(rng.integers(0, 3_000_000))
+        stop = start + int(rng.choice([1, 100, 20_000, 400_000]))
+        ours = list(ours_file.fetch(contig, start, stop))
+        want = [(c, p) for c, p, length in expected if c == contig and p - 1 < stop and p - 1 + length > start]
+        assert [(r.split("\t")[0], int(r.split("\t")[1])) for r in ours] == want
+        assert ours == list(theirs_file.fetch(contig, start, stop))

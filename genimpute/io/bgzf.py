@@ -46,6 +46,9 @@ class BgzfWriter:
         self.pool = ThreadPoolExecutor(max_workers=self.threads)
         self.pending: deque = deque()
         self.buffer = bytearray()
+        self.position = 0  # uncompressed bytes written
+        self.block_offsets: list[int] = []  # each block's compressed start, in order (for an index)
+        self.compressed = 0
 
     def write(self, data: bytes) -> None:
         """Blocks of BLOCK bytes are compressed from views of `data`, after
@@ -53,6 +56,7 @@ class BgzfWriter:
         hundreds of MB, not worth a copy); only the tail short of a block
         waits, copied, for the next write."""
         view = memoryview(data)
+        self.position += len(view)
         if self.buffer:
             head = BLOCK - len(self.buffer)
             self.buffer += view[:head]
@@ -69,15 +73,20 @@ class BgzfWriter:
     def _submit(self, block) -> None:
         self.pending.append(self.pool.submit(compress_block, block))
         while len(self.pending) > 4 * self.threads:  # bound the memory held by blocks in flight
-            self.handle.write(self.pending.popleft().result())
+            self._write_block(self.pending.popleft().result())
+
+    def _write_block(self, block: bytes) -> None:
+        self.block_offsets.append(self.compressed)
+        self.compressed += len(block)
+        self.handle.write(block)
 
     def close(self) -> None:
         try:
             if self.buffer:
                 self._submit(bytes(self.buffer))
             while self.pending:
-                self.handle.write(self.pending.popleft().result())
-            self.handle.write(EOF_BLOCK)
+                self._write_block(self.pending.popleft().result())
+            self._write_block(EOF_BLOCK)
         finally:
             self.pool.shutdown(cancel_futures=True)
             self.handle.close()

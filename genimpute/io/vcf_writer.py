@@ -19,6 +19,7 @@ import numpy as np
 
 from genimpute.errors import InputError
 from genimpute.io.bgzf import BgzfWriter
+from genimpute.io.tabix import TabixIndex
 
 _RESOLUTION = 1000  # three decimals
 
@@ -287,6 +288,12 @@ HEADER_LINES = [
 ]
 
 
+def _runs(values: list) -> list[tuple[int, int]]:
+    """[first, last) of each run of equal consecutive values."""
+    cuts = [i for i in range(1, len(values)) if values[i] != values[i - 1]]
+    return list(zip([0, *cuts], [*cuts, len(values)]))
+
+
 def _remove_stale_temporaries(path: Path) -> None:
     """Remove the temporary files a killed writer of `path` left (SIGKILL
     cannot be caught): .tmpPID.NAME and its index, PID no longer running."""
@@ -321,6 +328,7 @@ class VcfWriter:
 
     def __enter__(self):
         self.handle = BgzfWriter(self.tmp)
+        self.index = TabixIndex()
         return self
 
     def write_header(self, samples: list, contigs: list, meta: dict) -> None:
@@ -334,11 +342,16 @@ class VcfWriter:
     def write_records(self, fixed: list, info: list, fmt: str, columns: ColumnText) -> None:
         """fixed: per record [CHROM, POS, ID, REF, ALT]; columns: the records'
         sample columns (genotype_columns, ColumnText.from_rows)."""
-        pieces = []
-        for f, i, row in zip(fixed, info, columns.pieces()):
-            pieces += ["\t".join([*f, ".", "PASS", i, fmt, ""]).encode(), row]
-        if pieces:
-            self.handle.write(b"".join(pieces))
+        if not fixed:
+            return
+        prefixes = ["\t".join([*f, ".", "PASS", i, fmt, ""]).encode() for f, i in zip(fixed, info)]
+        lengths = np.array([len(p) for p in prefixes]) + np.diff(columns.ends, prepend=0)
+        ends = self.handle.position + np.cumsum(lengths)
+        for first, last in _runs([f[0] for f in fixed]):
+            self.index.add(fixed[first][0], np.array([int(f[1]) for f in fixed[first:last]]),
+                           np.array([len(f[3]) for f in fixed[first:last]]), (ends - lengths)[first:last],
+                           ends[first:last])
+        self.handle.write(b"".join(piece for pair in zip(prefixes, columns.pieces()) for piece in pair))
         self.records += len(fixed)
 
     def _write(self, lines: list) -> None:
@@ -356,7 +369,10 @@ class VcfWriter:
                 if exc_type is None:
                     raise
             if exc_type is None:
-                pysam.tabix_index(str(self.tmp), preset="vcf", force=True)
+                if self.index.usable:
+                    self.index.write(index, self.handle.block_offsets)
+                else:  # records out of order: tabix refuses the file, with its own message
+                    pysam.tabix_index(str(self.tmp), preset="vcf", force=True)
                 os.replace(self.tmp, self.path)
                 os.replace(index, f"{self.path}.tbi")
         finally:
