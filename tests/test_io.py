@@ -493,3 +493,45 @@ def test_read_target_lone_dot_is_missing_of_the_samples_ploidy(tmp_path):
 def test_read_target_missing_file(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         read_target(tmp_path / "absent.vcf")
+
+
+def _panel_variant(tmp_path, edit=None) -> Path:
+    """The test panel as plain text, one record edited by `edit` (list of columns -> list)."""
+    import gzip
+
+    with gzip.open(PANEL, "rt") as handle:
+        lines = handle.read().splitlines()
+    body = [i for i, line in enumerate(lines) if not line.startswith("#")]
+    if edit is not None:
+        lines[body[7]] = "\t".join(edit(lines[body[7]].split("\t")))
+    path = tmp_path / "panel.vcf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("edit", [
+    None,  # the common panel, read from its text
+    lambda c: c[:4] + ["G,T"] + c[5:],  # multi-allelic: split by htslib's path
+    lambda c: c[:9] + ["0/0"] + c[10:],  # an unphased homozygous call is a valid panel call
+    lambda c: c[:8] + ["GT:DS"] + [f"{g}:0" for g in c[9:]],  # more FORMAT fields than GT
+])
+def test_the_text_reader_of_common_panels_reads_what_htslib_reads(tmp_path, monkeypatch, edit):
+    from genimpute.io import vcf_reader
+
+    path = _panel_variant(tmp_path, edit)
+    fast = read_panel(path)
+    assert (vcf_reader._read_common_panel(path, fast.samples) is None) == (edit is not None)
+    monkeypatch.setattr(vcf_reader, "_read_common_panel", lambda *args: None)
+    slow = read_panel(path)
+    assert fast.samples == slow.samples and fast.n_haplotypes == slow.n_haplotypes
+    assert np.array_equal(fast.packed, slow.packed) and np.array_equal(fast.records.positions, slow.records.positions)
+    for name in ("contigs", "ids", "refs", "alts"):
+        assert getattr(fast.records, name) == getattr(slow.records, name)
+
+
+def test_the_text_reader_stops_at_the_same_records_as_htslib(tmp_path):
+    for edit, says in ((lambda c: c[:9] + ["0|."] + c[10:], "missing call"),
+                       (lambda c: c[:9] + ["0/1"] + c[10:], "unphased heterozygous"),
+                       (lambda c: c[:1] + ["5"] + c[2:], "sorted by position")):
+        with pytest.raises(InputError, match=says):
+            read_panel(_panel_variant(tmp_path, edit))
