@@ -43,6 +43,7 @@ MIN_POSTERIOR = 1e-4
 # the others through the distinct sequences of their gap (gap_sequences)
 SPARSE_LIMIT = 8
 MAX_SEQUENCES = 65535  # per gap, numbered in uint16
+SELECTION_GROUP = 32  # queries whose states are chosen together (_walk)
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
@@ -81,54 +82,62 @@ def pbwt_index(alleles):
 
 
 @nb.njit(cache=True)
-def _walk(order, zeros_before, alleles, query, first, last, neighbours, excluded, counts, chosen, n_chosen):
-    """Add to chosen[:n_chosen] (returning its new length) the haplotypes
-    within `neighbours` of the query's place in the PBWT order at each
-    typed site of [first, last), counting each choice in `counts` (H,);
-    `excluded` (a sample index, or -1) is never chosen."""
-    n = order.shape[1]
-    place = 0
+def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, counts, chosen, n_chosen):
+    """For each query g of queries[:, columns] (t, Q), add to chosen[g,
+    :n_chosen[g]] the haplotypes within `neighbours` of its place in the
+    PBWT order at each typed site of [first, last), counting each choice in
+    counts[g] (H,); excluded[g] (a sample index, or -1) is never chosen.
+    The queries walk together, site by site: each row of the index is read
+    once for all of them (one at a time, every row was a cache miss for
+    each). index: (order, zeros_before, alleles) of pbwt_index, of the sites
+    right to left if `reverse` (its site j is the queries' t - 1 - j)."""
+    order, zeros_before, alleles = index
+    n, t = order.shape[1], queries.shape[0]
+    place = np.zeros(len(columns), dtype=np.int64)
     for j in range(first, last):
-        allele = query[j]
-        if allele < 0:  # a missing call follows the neighbour just above
-            allele = alleles[j, order[j, min(place, n - 1)]]
-        below = zeros_before[j, place]
-        place = below if allele == 0 else zeros_before[j, n] + place - below
-        for i in range(max(0, place - neighbours), min(n, place + neighbours)):
-            h = order[j + 1, i]
-            if h // 2 == excluded:
-                continue
-            if counts[h] == 0:
-                chosen[n_chosen] = h
-                n_chosen += 1
-            counts[h] += 1
-    return n_chosen
+        site = t - 1 - j if reverse else j
+        zeros = zeros_before[j, n]
+        for g in range(len(columns)):
+            allele = queries[site, columns[g]]
+            if allele < 0:  # a missing call follows the neighbour just above
+                allele = alleles[j, order[j, min(place[g], n - 1)]]
+            below = zeros_before[j, place[g]]
+            place[g] = below if allele == 0 else zeros + place[g] - below
+            for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
+                h = order[j + 1, i]
+                if h // 2 == excluded[g]:
+                    continue
+                if counts[g, h] == 0:
+                    chosen[g, n_chosen[g]] = h
+                    n_chosen[g] += 1
+                counts[g, h] += 1
 
 
 @nb.njit(cache=True)
-def _select_states(forward_index, backward_index, query, first, last, neighbours, max_states, excluded, counts):
-    """States of one query over typed sites [first, last): the haplotypes
-    sharing the longest runs of alleles with it ending at each site (a PBWT
-    of the sites left to right) and starting there (right to left), the
-    `max_states` most often chosen (ties to the lower index), ascending.
-    Each index is (order, zeros_before, alleles) of pbwt_index; `counts`
-    (H,) int32 zeros, returned zeroed."""
-    n = counts.shape[0]
-    t = len(query)
-    chosen = np.empty(n, dtype=np.int32)
-    n_chosen = _walk(forward_index[0], forward_index[1], forward_index[2], query, first, last, neighbours, excluded,
-                     counts, chosen, 0)
-    n_chosen = _walk(backward_index[0], backward_index[1], backward_index[2], query[::-1].copy(), t - last,
-                     t - first, neighbours, excluded, counts, chosen, n_chosen)
-    states = chosen[:n_chosen].copy()
-    if n_chosen > max_states:
-        key = np.empty(n_chosen, dtype=np.int64)
-        for s in range(n_chosen):
-            key[s] = -np.int64(counts[states[s]]) * n + states[s]
-        states = states[np.argsort(key)[:max_states]]
-    for s in range(n_chosen):
-        counts[chosen[s]] = 0
-    return np.sort(states)
+def _select_states(forward_index, backward_index, queries, columns, first, last, neighbours, max_states, excluded):
+    """(states (G, max_states), how many (G,)) of queries[:, columns] over
+    typed sites [first, last): the haplotypes sharing the longest runs of
+    alleles with each ending at each site (a PBWT of the sites left to
+    right) and starting there (right to left), the `max_states` most often
+    chosen (ties to the lower index), ascending."""
+    n_group, n, t = len(columns), forward_index[0].shape[1], queries.shape[0]
+    counts = np.zeros((n_group, n), dtype=np.int32)
+    chosen = np.empty((n_group, n), dtype=np.int32)
+    n_chosen = np.zeros(n_group, dtype=np.int64)
+    _walk(forward_index, queries, columns, first, last, False, neighbours, excluded, counts, chosen, n_chosen)
+    _walk(backward_index, queries, columns, t - last, t - first, True, neighbours, excluded, counts, chosen, n_chosen)
+    states = np.empty((n_group, max_states), dtype=np.int32)
+    n_states = np.empty(n_group, dtype=np.int64)
+    for g in range(n_group):
+        picked = chosen[g, :n_chosen[g]]
+        if len(picked) > max_states:
+            key = np.empty(len(picked), dtype=np.int64)
+            for s in range(len(picked)):
+                key[s] = -np.int64(counts[g, picked[s]]) * n + picked[s]
+            picked = picked[np.argsort(key)[:max_states]]
+        n_states[g] = len(picked)
+        states[g, :len(picked)] = np.sort(picked)
+    return states, n_states
 
 
 @nb.njit(cache=True)
@@ -442,17 +451,20 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
     n_sequences = 1
     for i in range(len(first_rep) - 1):
         n_sequences = max(n_sequences, first_rep[i + 1] - first_rep[i])
-    for q in nb.prange(n_queries):
-        counts = np.zeros(n_haplotypes, dtype=np.int32)
-        query = queries[:, q].copy()
-        states = _select_states(forward_index, backward_index, query, first, last, neighbours, max_states,
-                                excluded[q], counts)
-        slot = np.full(n_haplotypes, -1, dtype=np.int32)
-        slot[states] = np.arange(len(states), dtype=np.int32)
-        scratch = (np.zeros(n_sequences, dtype=np.float32), np.zeros(n_sequences, dtype=np.float32),
-                   np.empty(2 * len(states), dtype=np.int32))
-        _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                          untyped, groups, slot, out[q], typed_out[q], scratch)
+    for group in nb.prange((n_queries + SELECTION_GROUP - 1) // SELECTION_GROUP):
+        columns = np.arange(group * SELECTION_GROUP, min(n_queries, (group + 1) * SELECTION_GROUP))
+        states_of, n_states = _select_states(forward_index, backward_index, queries, columns, first, last,
+                                             neighbours, max_states, excluded[columns])
+        for g in range(len(columns)):
+            q = columns[g]
+            states = states_of[g, :n_states[g]].copy()
+            query = queries[:, q].copy()
+            slot = np.full(n_haplotypes, -1, dtype=np.int32)
+            slot[states] = np.arange(len(states), dtype=np.int32)
+            scratch = (np.zeros(n_sequences, dtype=np.float32), np.zeros(n_sequences, dtype=np.float32),
+                       np.empty(2 * len(states), dtype=np.int32))
+            _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
+                              untyped, groups, slot, out[q], typed_out[q], scratch)
     return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
