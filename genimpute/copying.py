@@ -43,7 +43,7 @@ MIN_POSTERIOR = 1e-4
 # the others through the distinct sequences of their gap (gap_sequences)
 SPARSE_LIMIT = 8
 MAX_SEQUENCES = 65535  # per gap, numbered in uint16
-SELECTION_GROUP = 32  # queries whose states are chosen together (_walk)
+SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 2 x 128 x H int32 per thread
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
