@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from cli_helpers import run
 from paths import ARRAY, PANEL, TARGET_TRUTH
+from tools import require, run_tool
 
 from genimpute.benchmark import ToolError, available_tools, mask_to_array, run_timed
 from genimpute.config import BENCHMARK_TOOLS
@@ -21,7 +20,7 @@ from genimpute.evaluate import ALL, EVERYONE
 
 def _sites(path) -> list[tuple]:
     """(contig, pos, ref, alt) of every record, read by bcftools."""
-    out = subprocess.run(["bcftools", "query", "-f", "%CHROM\t%POS\t%REF\t%ALT\n", str(path)],
+    out = run_tool(["bcftools", "query", "-f", "%CHROM\t%POS\t%REF\t%ALT\n", str(path)],
                          check=True, capture_output=True, text=True).stdout
     return [(c, int(p), r, a) for c, p, r, a in (line.split("\t") for line in out.splitlines())]
 
@@ -67,12 +66,12 @@ def test_mask_to_array_keeps_the_typed_truth_records(tmp_path):
     assert (tmp_path / "targets.vcf.gz.tbi").is_file()
     # the index is usable: a region query returns the records inside it
     pos = expected[len(expected) // 2][1]
-    region = subprocess.run(["bcftools", "view", "-H", "-r", f"20:{pos}-{pos}", str(out)],
+    region = run_tool(["bcftools", "view", "-H", "-r", f"20:{pos}-{pos}", str(out)],
                             check=True, capture_output=True, text=True).stdout
     assert region.count("\n") == 1 and f"\t{pos}\t" in region
     # genotypes are the truth's, samples unchanged
-    header = subprocess.run(["bcftools", "query", "-l", str(out)], check=True, capture_output=True, text=True).stdout
-    truth_header = subprocess.run(["bcftools", "query", "-l", str(TARGET_TRUTH)], check=True, capture_output=True,
+    header = run_tool(["bcftools", "query", "-l", str(out)], check=True, capture_output=True, text=True).stdout
+    truth_header = run_tool(["bcftools", "query", "-l", str(TARGET_TRUTH)], check=True, capture_output=True,
                                   text=True).stdout
     assert header == truth_header
 
@@ -207,9 +206,7 @@ def test_available_tools_finds_tools_on_path(tmp_path, monkeypatch):
 # --- genimpute benchmark, end to end ---------------------------------------
 
 def test_benchmark_command_end_to_end(tmp_path):
-    missing = [tool for tool in ("beagle", "minimac4") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not on PATH (Debian/Ubuntu: apt-get install beagle minimac4)")
+    require("beagle", "minimac4")
     out = tmp_path / "bench"
     args = ["benchmark", "--ref", str(PANEL), "--array", str(ARRAY), "--truth", str(TARGET_TRUTH),
             "--out", str(out), "--steps", "5", "--threads", "2"]

@@ -1,7 +1,6 @@
 """train -> impute -> evaluate on a tiny real slice, through the CLI."""
 
 import gzip
-import subprocess
 
 import cyvcf2
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 import torch
 from cli_helpers import TINY, run
 from paths import ARRAY, DATA, PANEL
+from tools import require, run_tool
 
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import ReferencePanel
@@ -61,9 +61,9 @@ def test_typed_genotypes_pass_through_unchanged(imputed, data):
 
 
 def test_bcftools_reads_output_and_index(imputed):
-    header = subprocess.run(["bcftools", "view", "-h", str(imputed)], check=True, capture_output=True, text=True).stdout
+    header = run_tool(["bcftools", "view", "-h", str(imputed)], check=True, capture_output=True, text=True).stdout
     assert "##source=genimpute" in header and "##genimputeCommand=" in header
-    region = subprocess.run(["bcftools", "view", "-H", "-r", "20:9050000-9060000", str(imputed)],
+    region = run_tool(["bcftools", "view", "-H", "-r", "20:9050000-9060000", str(imputed)],
                             check=True, capture_output=True, text=True).stdout
     assert region.count("\n") > 10
 
@@ -109,9 +109,9 @@ def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp
         torch.testing.assert_close(resumed.model.state_dict()[name], value, atol=1e-5, rtol=1e-4)
     out = tmp_path / "imputed.vcf.gz"
     run(["-q", "impute", str(data / "targets.omni2.5.vcf.gz"), "--model", str(tmp_path / "m"), "--out", str(out)])
-    header = subprocess.run(["bcftools", "view", "-h", str(out)], check=True, capture_output=True, text=True).stdout
+    header = run_tool(["bcftools", "view", "-h", str(out)], check=True, capture_output=True, text=True).stdout
     assert f"({backbone}, 12 steps)" in header
-    n_imputed = int(subprocess.run(["bcftools", "view", "-H", "-i", "INFO/IMP=1", str(out)], check=True,
+    n_imputed = int(run_tool(["bcftools", "view", "-H", "-i", "INFO/IMP=1", str(out)], check=True,
                                    capture_output=True, text=True).stdout.count("\n"))
     assert n_imputed > 1000
     result = run(["evaluate", "--truth", str(data / "targets.truth.vcf.gz"), "--labels", backbone, str(out)])
@@ -189,6 +189,7 @@ def test_target_without_overlap(tmp_path, trained):
 
 
 def test_unphased_target_is_phased_first(tmp_path, trained, data):
+    require("beagle")  # the phaser impute finds first
     unphased = data / "targets.omni2.5.unphased.vcf.gz"
     msg = _error(["impute", str(unphased), "--model", str(trained), "--phaser", "none", "--out", str(tmp_path / "o.vcf.gz")])
     assert "expected phased genotypes" in msg and not (tmp_path / "o.vcf.gz").exists()
@@ -203,6 +204,7 @@ def test_unphased_target_is_phased_first(tmp_path, trained, data):
 
 
 def test_impute_passes_its_genetic_map_to_the_phaser(tmp_path, trained, data):
+    require("beagle")  # the phaser impute finds first
     unphased = data / "targets.omni2.5.unphased.vcf.gz"
     other_contig = tmp_path / "chr21.map"
     other_contig.write_text("21\t.\t0.0\t9000000\n21\t.\t1.0\t10000000\n")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from paths import DATA, TARGET_TRUTH
+from tools import run_tool
 
 from genimpute.errors import InputError
 from genimpute.evaluate import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
@@ -486,7 +486,7 @@ def test_maf_bins_from_the_first_files_info_af(tmp_path, truth):
 
 
 def _query(path, include, fmt):
-    out = subprocess.run(["bcftools", "query", "-i", include, "-f", fmt, str(path)],
+    out = run_tool(["bcftools", "query", "-i", include, "-f", fmt, str(path)],
                          check=True, capture_output=True, text=True).stdout
     return [line.split("\t") for line in out.splitlines()]
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 from cli_helpers import TINY
 from paths import ARRAY, PANEL, TARGET_PHASED
+from tools import run_tool
 
 from genimpute.modeldir import load_model_dir
 
@@ -30,7 +31,7 @@ def _wait_for(predicate, proc, timeout=120.0) -> None:
 
 
 def _records(path) -> str:
-    return subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
+    return run_tool(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
@@ -91,13 +92,13 @@ def test_a_sample_is_imputed_the_same_whoever_else_is_in_the_file(trained, tmp_p
     """Queries are batched in fixed-size passes, so a subset of the targets
     (another batch composition) gets exactly the same genotypes."""
     subset = tmp_path / "subset.vcf.gz"
-    subprocess.run(["bcftools", "view", "-s", "HG00126,HG00177,HG00183", "-Oz", "-o", str(subset), str(TARGET_PHASED)], check=True)
+    run_tool(["bcftools", "view", "-s", "HG00126,HG00177,HG00183", "-Oz", "-o", str(subset), str(TARGET_PHASED)], check=True)
     for target, name in ((TARGET_PHASED, "all"), (subset, "subset")):
         proc = _genimpute("impute", target, "--model", trained, "--out", tmp_path / f"{name}.imputed.vcf.gz")
         assert proc.wait(timeout=600) == 0, proc.communicate()
 
     def columns(path):  # CHROM..ALT and the subset's sample columns (INFO's AF/DR2 depend on all samples)
-        return subprocess.run(["bcftools", "query", "-s", "HG00126,HG00177,HG00183", "-f", "%CHROM %POS %REF %ALT[ %GT:%DS:%GP]\n",
+        return run_tool(["bcftools", "query", "-s", "HG00126,HG00177,HG00183", "-f", "%CHROM %POS %REF %ALT[ %GT:%DS:%GP]\n",
                                str(path)], check=True, capture_output=True, text=True).stdout
 
     assert columns(tmp_path / "all.imputed.vcf.gz") == columns(tmp_path / "subset.imputed.vcf.gz")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import cyvcf2
@@ -11,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
+from tools import run_tool
 
 from genimpute.errors import InputError
 from genimpute.io.array_list import ArraySites, read_array_list
@@ -19,7 +19,7 @@ from genimpute.io.vcf_reader import ABSENT, MISSING, read_panel, read_target
 
 
 def _bcftools(*args) -> str:
-    return subprocess.run(["bcftools", *args], check=True, capture_output=True, text=True).stdout
+    return run_tool(["bcftools", *args], check=True, capture_output=True, text=True).stdout
 
 
 def _gt_matrix(path) -> np.ndarray:
@@ -321,7 +321,7 @@ def test_read_panel_splits_multiallelic_records_as_bcftools_norm_does(tmp_path):
     path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 0|0", "20 200 rs1 A T,C,AT . . . GT 0|1 2|3",
                                 "20 300 . G C . . . GT 1|1 0|1"])
     split = tmp_path / "split.vcf"
-    subprocess.run(["bcftools", "norm", "-m", "-any", "-o", str(split), str(path)], check=True, capture_output=True)
+    run_tool(["bcftools", "norm", "-m", "-any", "-o", str(split), str(path)], check=True, capture_output=True)
     ours, theirs = read_panel(path), read_panel(split)
     assert ours.records.alts == theirs.records.alts == ["G", "T", "C", "AT", "C"]
     assert ours.records.ids == theirs.records.ids
@@ -335,7 +335,7 @@ def test_read_panel_past_its_first_block_of_records(tmp_path):
     rows[4150] = "20 4250 . A T,C . . . GT 0|2 1|0"
     path = write_vcf(tmp_path, rows)
     split = tmp_path / "split.vcf"
-    subprocess.run(["bcftools", "norm", "-m", "-any", "-o", str(split), str(path)], check=True, capture_output=True)
+    run_tool(["bcftools", "norm", "-m", "-any", "-o", str(split), str(path)], check=True, capture_output=True)
     ours, theirs = read_panel(path), read_panel(split)
     assert len(ours.records.alts) == 4301 and ours.records.alts[4150:4152] == ["T", "C"]
     np.testing.assert_array_equal(ours.packed, theirs.packed)

@@ -13,6 +13,7 @@ import vcf_edit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from paths import ARRAY, PANEL, TARGET_PHASED
+from tools import run_tool
 
 from genimpute.errors import InputError
 from genimpute.io.vcf_reader import read_panel, read_target
@@ -37,7 +38,7 @@ def _target_with(tmp_path, name, edit):
 
 
 def _records(path) -> str:
-    return subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
+    return run_tool(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
 
 
 def _truncated(tmp_path):

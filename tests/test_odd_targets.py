@@ -5,13 +5,13 @@ plain run) or stops with a clear message."""
 
 import gzip
 import logging
-import subprocess
 
 import cyvcf2
 import pytest
 import vcf_edit
 from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
+from tools import run_tool
 
 from genimpute.impute import impute
 from genimpute.io.vcf_reader import read_target
@@ -20,7 +20,7 @@ from genimpute.runtime import pick_device
 
 
 def _records(path) -> list[list[str]]:
-    out = subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
+    out = run_tool(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout
     return [line.split("\t") for line in out.splitlines()]
 
 

@@ -4,7 +4,6 @@ genimpute's readers, at the target records the panel has)."""
 
 import gzip
 import logging
-import shutil
 import sys
 from dataclasses import dataclass, replace
 
@@ -12,6 +11,7 @@ import cyvcf2
 import numpy as np
 import pytest
 from paths import PANEL, TARGET_PHASED, TARGET_UNPHASED
+from tools import require
 
 from genimpute.errors import InputError
 from genimpute.io.genetic_map import read_map
@@ -73,8 +73,7 @@ def data():
 
 
 def _phase(tool, d: Slice, haps=None, **kwargs):
-    if shutil.which(tool) is None:
-        pytest.fail(f"{tool} not on PATH (Debian: apt-get install {tool}; .ci/run installs it)")
+    require(tool)
     kwargs = {"samples": d.samples, "threads": 1, **kwargs}
     return phase_haplotypes(tool, d.unphased if haps is None else haps, d.ref_haps, d.contig, d.positions,
                             d.refs, d.alts, ref_samples=d.ref_samples, **kwargs)

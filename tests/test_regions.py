@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 import vcf_edit
@@ -10,6 +9,7 @@ from cli_helpers import run
 from hypothesis import given
 from hypothesis import strategies as st
 from paths import PANEL, TARGET_PHASED, TARGET_TRUTH
+from tools import run_tool
 
 from genimpute.errors import InputError
 from genimpute.regions import Region, parse_region, parse_size, plan_chunks
@@ -64,7 +64,7 @@ def test_chunks_put_every_position_in_exactly_one_chunk(spans, size, pos):
 
 
 def _records(path) -> list[str]:
-    return subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout.splitlines()
+    return run_tool(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout.splitlines()
 
 
 def _with_missing_calls(path):
@@ -88,7 +88,7 @@ def test_chunked_imputation_concatenates_to_the_single_run(missing_calls, tmp_pa
         parts.append(tmp_path / f"chunk{i}.vcf.gz")
         run(["-q", "impute", str(target), "--model", str(trained), "--out", str(parts[-1]), "--region", region])
     joined = tmp_path / "joined.vcf.gz"
-    subprocess.run(["bcftools", "concat", "-Oz", "-o", str(joined), *map(str, parts)], check=True, capture_output=True)
+    run_tool(["bcftools", "concat", "-Oz", "-o", str(joined), *map(str, parts)], check=True, capture_output=True)
     assert _records(joined) == _records(whole)  # same records, same values, seams included
 
     scores = [run(["evaluate", "--json", "--truth", str(TARGET_TRUTH), "--labels", "x", str(p)]).output for p in (whole, joined)]

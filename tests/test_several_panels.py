@@ -2,13 +2,13 @@
 from a panel given with --ref instead of the model directory's own."""
 
 import gzip
-import subprocess
 
 import numpy as np
 import pytest
 import torch
 from cli_helpers import TINY, run
 from paths import ARRAY, PANEL, TARGET_PHASED
+from tools import run_tool
 from vcf_edit import read_lines
 
 from genimpute.config import RunConfig, TrainConfig, WindowConfig
@@ -26,8 +26,8 @@ def halves(tmp_path_factory):
     paths = []
     for name, region in (("left", "20:9000000-9050000"), ("right", "20:9050001-9100000")):
         path = d / f"{name}.vcf.gz"
-        subprocess.run(["bcftools", "view", "-r", region, "-Oz", "-o", str(path), str(PANEL)], check=True)
-        subprocess.run(["tabix", "-p", "vcf", str(path)], check=True)
+        run_tool(["bcftools", "view", "-r", region, "-Oz", "-o", str(path), str(PANEL)], check=True)
+        run_tool(["tabix", "-p", "vcf", str(path)], check=True)
         paths.append(path)
     return paths
 

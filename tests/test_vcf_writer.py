@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tools import run_tool
+
 
 from genimpute.errors import InputError
 from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
@@ -166,7 +167,7 @@ def write_example(path: Path, force: bool = False) -> VcfWriter:
 
 
 def bcftools(*args: str) -> str:
-    return subprocess.run(["bcftools", *args], check=True, capture_output=True, text=True).stdout
+    return run_tool(["bcftools", *args], check=True, capture_output=True, text=True).stdout
 
 
 def test_writer_output_read_back_by_bcftools(tmp_path):

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from cli_helpers import run
 from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH
+from tools import require, run_tool
 
 ROOT = Path(__file__).parent.parent
 SNAKEFILE = ROOT / "workflows" / "snakemake" / "Snakefile"
@@ -20,10 +20,11 @@ NEXTFLOW = ROOT / "workflows" / "nextflow"
 
 
 def _records(path) -> list[str]:
-    return subprocess.run(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout.splitlines()
+    return run_tool(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout.splitlines()
 
 
 def test_snakemake_workflow_trains_scatters_concatenates_and_evaluates(tmp_path):
+    require("bcftools", "tabix")  # the workflow joins the chunks with them
     config = tmp_path / "config.yaml"
     config.write_text("\n".join([
         f"panel: {PANEL}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", f"truth: {TARGET_TRUTH}",
@@ -44,6 +45,7 @@ def test_snakemake_workflow_trains_scatters_concatenates_and_evaluates(tmp_path)
 
 
 def test_snakemake_workflow_imputes_with_the_pretrained_model_and_no_training(tmp_path):
+    require("bcftools", "tabix")  # the workflow joins the chunks with them
     config = tmp_path / "config.yaml"
     config.write_text("\n".join([
         f"panel: {PANEL}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", 'truth: ""', "model: pretrained",
@@ -115,8 +117,7 @@ def test_dockerfile_installs_as_the_readme_says_and_runs_unprivileged():
 
 
 def test_shell_scripts_pass_shellcheck():
-    if shutil.which("shellcheck") is None:
-        pytest.fail("shellcheck not on PATH (Debian: apt-get install shellcheck; .ci/run installs it)")
+    require("shellcheck")
     scripts = [*ROOT.glob("examples/*.sh"), *ROOT.glob("benchmarks/*.sh"), *ROOT.glob("tests/data/*.sh"), ROOT / ".ci" / "run"]
     result = subprocess.run(["shellcheck", *map(str, scripts)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
