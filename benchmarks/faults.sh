@@ -33,16 +33,24 @@ impute --out straight.vcf.gz --force 2> /dev/null
 for sig in TERM KILL; do
   impute --out old.vcf.gz --force 2> /dev/null
   before=$(cat old.vcf.gz old.vcf.gz.tbi | md5sum)
-  impute --out old.vcf.gz --force 2> "$sig.err" &
+  # genimpute itself in the background (not the impute function, whose
+  # subshell's PID would not name the temporary file)
+  genimpute -q impute targets.vcf.gz --ref panel.gpanel --out old.vcf.gz --force 2> "$sig.err" &
   pid=$!
-  until compgen -G ".tmp$pid.old.vcf.gz" > /dev/null; do sleep 0.05; done  # writing has begun
+  for _ in $(seq 600); do  # until writing has begun (at most 30 s)
+    compgen -G ".tmp$pid.old.vcf.gz" > /dev/null && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.05
+  done
+  check "SIG$sig: writing had begun when the signal came" test -n "$(compgen -G ".tmp$pid.old.vcf.gz" || true)"
   sleep 0.5
   kill -s "$sig" "$pid"
   wait "$pid" && status=0 || status=$?
   check "SIG$sig: exit status $status, the old output and index kept" test "$(cat old.vcf.gz old.vcf.gz.tbi | md5sum)" = "$before"
   if [[ $sig == TERM ]]; then
-    check "SIGTERM: one line ($(tr '\n' ' ' < TERM.err)), no temporary file left" \
-      test "$(wc -l < TERM.err)" = 1 -a -z "$(compgen -G '.tmp*' || true)"
+    check "SIGTERM: exit 143, one line ($(grep '^genimpute:' TERM.err)), no traceback, no temporary file left" \
+      test "$status" = 143 -a "$(grep -c '^genimpute:' TERM.err)" = 1 -a "$(grep -c Traceback TERM.err)" = 0 \
+      -a -z "$(compgen -G '.tmp*' || true)"
   else
     check "SIGKILL: its hidden temporary file is there" test -n "$(compgen -G ".tmp$pid.old.vcf.gz" || true)"
   fi
@@ -56,8 +64,8 @@ if [[ $(id -u) == 0 ]]; then
   mount -t tmpfs -o size=3m tmpfs full
   for batch in 1000 300; do
     impute --out full/out.vcf.gz --batch-samples "$batch" 2> full.err && status=0 || status=$?
-    check "full disk, batches of $batch: exit $status, one line ($(tr '\n' ' ' < full.err)), nothing left" \
-      test "$status" = 1 -a "$(wc -l < full.err)" = 1 -a -z "$(ls -A full)"
+    check "full disk, batches of $batch: exit $status, one line ($(grep '^genimpute:' full.err)), no traceback, nothing left" \
+      test "$status" = 1 -a "$(grep -c '^genimpute:' full.err)" = 1 -a "$(grep -c Traceback full.err)" = 0 -a -z "$(ls -A full)"
   done
   umount full
 else

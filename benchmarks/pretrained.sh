@@ -14,7 +14,8 @@
 # Run again on the same out dir, it keeps the steps an earlier (killed) run
 # finished and does the rest.
 #   env: MODEL (a model directory; default: the bundled model),
-#        ARRAYS (default "omni2.5 omniexpress": targets.$ARRAY.vcf.gz)
+#        ARRAYS (default "omni2.5 omniexpress": targets.$ARRAY.vcf.gz),
+#        ENGINE (default model; copying: what `impute --ref` alone runs)
 #
 # Needs: genimpute installed; beagle, minimac4, bcftools, tabix on PATH.
 set -euo pipefail
@@ -28,8 +29,9 @@ map=$shared/maps/plink.chr20.GRCh37.map  # the genetic map, for genimpute and Be
 mkdir -p "$out"
 cd "$out"
 source "$root/benchmarks/lib.sh"
-model=(--engine model)  # the model, not the copying engine that --ref alone runs
-[[ -n ${MODEL:-} ]] && model=(--engine model --model "$MODEL")
+engine=${ENGINE:-model}  # model: the model, not the copying engine that --ref alone runs
+model=(--engine "$engine")
+[[ -n ${MODEL:-} ]] && model=(--engine "$engine" --model "$MODEL")
 
 for a in $arrays; do
   targets=$data/targets.$a.vcf.gz

@@ -38,8 +38,28 @@ def _run(fn, *args, **kwargs):
         click.echo(f"genimpute: error: {exc.strerror}{where}", err=True)
         sys.exit(1)
     except KeyboardInterrupt as exc:
-        click.echo("genimpute: " + ("terminated" if isinstance(exc, _Terminated) else "interrupted"), err=True)
-        sys.exit(143 if isinstance(exc, _Terminated) else 130)
+        _stopped(exc)
+    except SystemError as exc:  # a signal inside a compiled (numba) call surfaces wrapped in one
+        interrupt = _interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        _stopped(interrupt)
+
+
+def _stopped(exc: KeyboardInterrupt):
+    click.echo("genimpute: " + ("terminated" if isinstance(exc, _Terminated) else "interrupted"), err=True)
+    sys.exit(143 if isinstance(exc, _Terminated) else 130)
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM an exception was raised from, if any."""
+    chain, seen = exc.__cause__ or exc.__context__, set()
+    while chain is not None and id(chain) not in seen:
+        if isinstance(chain, KeyboardInterrupt):
+            return chain
+        seen.add(id(chain))
+        chain = chain.__cause__ or chain.__context__
+    return None
 
 
 class _Terminated(KeyboardInterrupt):

@@ -102,3 +102,30 @@ def test_a_sample_is_imputed_the_same_whoever_else_is_in_the_file(trained, tmp_p
                                str(path)], check=True, capture_output=True, text=True).stdout
 
     assert columns(tmp_path / "all.imputed.vcf.gz") == columns(tmp_path / "subset.imputed.vcf.gz")
+
+
+@pytest.mark.parametrize("interrupt, status, said", [(KeyboardInterrupt, 130, "interrupted"), (None, 143, "terminated")])
+def test_a_signal_inside_compiled_code_is_still_a_clean_stop(interrupt, status, said, capsys):
+    """A SIGTERM or Ctrl-C that arrives while numba calls back into Python
+    surfaces as a SystemError raised from it: the same exit as any other."""
+    from genimpute.cli import _run, _Terminated
+
+    def compiled_call():
+        try:
+            raise (interrupt or _Terminated)()
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+    with pytest.raises(SystemExit) as stop:
+        _run(compiled_call)
+    assert stop.value.code == status and capsys.readouterr().err == f"genimpute: {said}\n"
+
+
+def test_an_unrelated_system_error_is_not_taken_for_a_signal():
+    from genimpute.cli import _run
+
+    def broken():
+        raise SystemError("something else")
+
+    with pytest.raises(SystemError, match="something else"):
+        _run(broken)
