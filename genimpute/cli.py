@@ -247,7 +247,9 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
                    audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None,
                    batch_samples=batch_samples)
-    in_panel = f" ({summary['samples_in_panel']} found in the panel)" if summary["samples_in_panel"] else ""
+    possible = summary["possible_panel_duplicates"]
+    in_panel = f" ({summary['samples_in_panel']} found in the panel" + \
+        (f", {possible} with a panel sample's genotypes over too short a span to tell)" if possible else ")")
     click.echo(f"wrote {out}: {summary['records_written']} records, {summary['imputed_records']} imputed, "
                f"{summary['samples']} samples{in_panel}, {summary['seconds']} s")
     if summary["validation"]:

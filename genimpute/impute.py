@@ -18,12 +18,14 @@ from genimpute import __version__
 from genimpute.config import CopyingSettings
 from genimpute.copying import ContigModel
 from genimpute.errors import InputError
+from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, PanelMatches, sample_audit_path,
+                                samples_in_panel, write_sample_audit)
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
 from genimpute.io.spool import ColumnSpool
 from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, genotype_columns
-from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference, samples_in_panel
+from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference
 from genimpute.regions import Region
 from genimpute.windows import plan_windows, typed_record_windows
 
@@ -307,15 +309,31 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
     return dataclasses.replace(aln, haplotypes=phased, phased=True)
 
 
-def _samples_in_panel(panel: ReferencePanel, aln: Alignment, target: TargetData) -> np.ndarray:
-    """(S,) the panel sample each target sample is (-1: none), whose
-    haplotypes would hand it its own truth: they are left out of its context."""
-    in_panel = samples_in_panel(panel, aln, target.samples)
+def _samples_in_panel(panel: ReferencePanel, aln: Alignment, target: TargetData, audit) -> PanelMatches:
+    """The target samples found in the panel, whose own haplotypes would hand
+    them their truth (they are left out of their context), logged; with
+    `audit`, each sample's decision goes to its samples file."""
+    matches = samples_in_panel(panel, aln, target.samples)
+    in_panel = matches.in_panel
     shared = [f"{target.samples[s]} (= panel {panel.samples[p]})" for s, p in enumerate(in_panel) if p >= 0]
     if shared:
         log.warning("%d target samples are in the reference panel: %s; their own panel haplotypes are left out of "
-                    "their context", len(shared), ", ".join(shared[:5]) + (" ..." if len(shared) > 5 else ""))
-    return in_panel
+                    "their context", len(shared), _first_few(shared))
+    possible = [f"{target.samples[s]} (~ panel {panel.samples[matches.closest[s]]})"
+                for s in np.nonzero(matches.possible_duplicates)[0]]
+    if possible:
+        log.warning("%d target samples have the genotypes of a panel sample at >= %.0f%% of the typed sites where "
+                    "either carries an alt allele: %s; over %.1f Mb of typed sites (less than %d Mb) a relative "
+                    "sharing the region agrees as well, so they are kept as templates", len(possible),
+                    100 * IDENTITY_CONCORDANCE, _first_few(possible), matches.span_bp / 1e6,
+                    MIN_IDENTITY_SPAN_BP // 1_000_000)
+    if audit is not None:
+        write_sample_audit(sample_audit_path(audit), matches, panel.samples, target.samples)
+    return matches
+
+
+def _first_few(names: list) -> str:
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")
 
 
 def _exclusion_matrix(in_panel: np.ndarray, n_haplotypes: int) -> np.ndarray | None:
@@ -555,8 +573,9 @@ def impute(
     started = time.monotonic()
     if batch_samples < 1:
         raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
-    if audit is not None and Path(audit).exists() and not force:
-        raise InputError(f"--report {audit} exists; use --force to overwrite it")
+    for report in ([audit, sample_audit_path(audit)] if audit is not None else []):
+        if Path(report).exists() and not force:
+            raise InputError(f"--report: {report} exists; use --force to overwrite it")
     reference = read_reference(ref) if ref is not None else None
     source = _ModelSource(Path(model_dir), reference, device)
     panel = reference if reference is not None else source.loaded().panel
@@ -569,7 +588,8 @@ def impute(
                     "which costs accuracy where the recombination rate varies")
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
-    in_panel = _samples_in_panel(panel, aln, target)  # by name or genotype: phase plays no part
+    matches = _samples_in_panel(panel, aln, target, audit)  # by name or genotype: phase plays no part
+    in_panel = matches.in_panel
     typed_mask = np.zeros(len(panel), dtype=bool)
     typed_mask[aln.panel_rows] = True
     header_contigs = contigs = _contigs_in_target_order(panel, target, aln)
@@ -637,6 +657,7 @@ def impute(
         "passed_through": len(aln.unmatched_rows),
         "missing_calls_imputed": int(_missing_calls(aln, np.array(sorted(filled), dtype=np.int64)).sum()),
         "samples_in_panel": int((in_panel >= 0).sum()),
+        "possible_panel_duplicates": int(matches.possible_duplicates.sum()),
         "records_written": writer.records,
         "windows": n_windows,
         "seconds": round(time.monotonic() - started, 2),

@@ -13,9 +13,9 @@ from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 from tools import run_tool
 
+from genimpute.errors import InputError
 from genimpute.impute import impute
-from genimpute.io.vcf_reader import read_target
-from genimpute.panel import ReferencePanel, align_target, samples_in_panel
+from genimpute.panel import ReferencePanel
 from genimpute.runtime import pick_device
 
 
@@ -101,8 +101,26 @@ def test_targets_found_in_the_panel_are_kept_out_of_their_context(trained, tmp_p
     with caplog.at_level(logging.WARNING):
         summary = impute(target, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)
     # by name; the renamed one has too few typed sites here to be told from a stranger by genotypes
-    assert summary["samples_in_panel"] == 1
+    assert summary["samples_in_panel"] == 1 and summary["possible_panel_duplicates"] == 0
     assert "HG00096 (= panel HG00096)" in caplog.text
+
+
+def test_the_report_holds_each_samples_decision(trained, tmp_path, caplog):
+    """Renamed, at every panel record of the 0.5 Mb slice: identical
+    genotypes, reported, but kept as templates (too short to tell a relative)."""
+    every_site = {str(p) for p in ReferencePanel.from_vcf(PANEL).positions}
+    target = _panel_samples_as_target(tmp_path, {"HG00096": "HG00096", "HG00103": "NA99999"}, every_site)
+    report = tmp_path / "audit.tsv"
+    with caplog.at_level(logging.WARNING):
+        summary = impute(target, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False, audit=report)
+    assert summary["samples_in_panel"] == 1 and summary["possible_panel_duplicates"] == 1
+    assert "NA99999 (~ panel HG00103)" in caplog.text and "kept as templates" in caplog.text
+    rows = [line.split("\t") for line in (tmp_path / "audit.samples.tsv").read_text().splitlines()]
+    assert [r[:3] for r in rows[1:]] == [["HG00096", "same name", "HG00096"],
+                                         ["NA99999", "identical genotypes, span too short: kept", "."]]
+    (tmp_path / "audit.tsv").unlink()  # the samples file alone still asks for --force
+    with pytest.raises(InputError, match="audit.samples.tsv exists"):
+        impute(target, trained, tmp_path / "again.vcf.gz", pick_device("cpu"), progress=False, audit=report)
 
 
 def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, monkeypatch):
@@ -127,35 +145,6 @@ def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, 
     [(contig, n_haps, ref_samples)] = calls  # one contig
     assert "HG00096" not in ref_samples and "HG00103" in ref_samples  # the renamed one is not recognised here
     assert len(ref_samples) == n_panel - 1 and n_haps == 2 * len(ref_samples)
-
-
-def test_renamed_panel_samples_are_found_by_their_genotypes(tmp_path):
-    panel = ReferencePanel.from_vcf(PANEL)
-    every_site = {str(p) for p in panel.positions}
-    target_path = _panel_samples_as_target(tmp_path, {"HG00103": "NA99999", "HG00110": "HG00110"}, every_site)
-    target = read_target(target_path)
-    found = samples_in_panel(panel, align_target(panel, target), target.samples)
-    assert found.tolist() == [panel.samples.index("HG00103"), panel.samples.index("HG00110")]
-    strangers = read_target(TARGET_PHASED)
-    assert (samples_in_panel(panel, align_target(panel, strangers), strangers.samples) == -1).all()
-
-
-@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (1, 3, 0, 2)])
-def test_renamed_panel_samples_are_found_at_every_position_of_the_target(tmp_path, order):
-    """Several renamed duplicates, each at the first, a middle and the last
-    position: each maps to its own panel sample (a search over the whole
-    agreement matrix once ran past the panel for any but the first)."""
-    panel = ReferencePanel.from_vcf(PANEL)
-    every_site = {str(p) for p in panel.positions}
-    originals = [panel.samples[i] for i in (5, 2, len(panel.samples) - 1, 17)]  # each with >= 100 alt sites
-    chosen = [originals[i] for i in order]
-    target_path = _panel_samples_as_target(tmp_path, {name: f"RENAMED{j}" for j, name in enumerate(chosen)},
-                                           every_site)
-    target = read_target(target_path)
-    aln = align_target(panel, target)
-    for block in (256, 3, 1):  # compared all at once, across block edges, one by one
-        found = samples_in_panel(panel, aln, target.samples, block=block)
-        assert found.tolist() == [panel.samples.index(name) for name in chosen]
 
 
 def test_unrelated_targets_are_not_taken_for_panel_samples(trained, tmp_path, caplog):
