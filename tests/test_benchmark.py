@@ -205,6 +205,7 @@ def test_available_tools_finds_tools_on_path(tmp_path, monkeypatch):
 
 # --- genimpute benchmark, end to end ---------------------------------------
 
+@pytest.mark.slow
 def test_benchmark_command_end_to_end(tmp_path):
     require("beagle", "minimac4")
     out = tmp_path / "bench"

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 from cli_helpers import TINY, run
 from paths import ARRAY, PANEL
@@ -17,6 +18,7 @@ def _train_args(out) -> list[str]:
     return ["train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(out), *TINY]
 
 
+@pytest.mark.slow
 def test_two_processes_match_one(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",

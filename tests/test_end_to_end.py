@@ -81,6 +81,7 @@ def test_evaluate_prints_r2_table(imputed, data):
     assert 0 < overall["aggregate_r2"] <= 1
 
 
+@pytest.mark.slow
 def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
     """Stop at step 8 (budget), resume to 12: same weights as the 12-step run."""
     args = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
@@ -94,6 +95,7 @@ def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
         torch.testing.assert_close(resumed[name], straight[name], atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backbone,flags", [("msa", []), ("spin", []), ("npssm", []), ("spin", ["--neighbours", "4"])],
                          ids=["msa", "spin", "npssm", "spin-neighbours"])
 def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp_path, data):
@@ -118,6 +120,7 @@ def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp
     assert "all imputed" in result.output and backbone in result.output
 
 
+@pytest.mark.slow
 def test_default_model_location(tmp_path, data, monkeypatch):
     monkeypatch.delenv("GENIMPUTE_MODEL", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))

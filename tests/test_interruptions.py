@@ -55,6 +55,7 @@ def _train_args(out):
     return ["train", "--ref", PANEL, "--array", ARRAY, "--out", out, *tiny, *steps]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_training_killed_then_resumed_ends_as_an_uninterrupted_run(sig, tmp_path):
     straight = _genimpute(*_train_args(tmp_path / "straight"))

@@ -23,6 +23,7 @@ def _records(path) -> list[str]:
     return run_tool(["bcftools", "view", "-H", str(path)], check=True, capture_output=True, text=True).stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_snakemake_workflow_trains_scatters_concatenates_and_evaluates(tmp_path):
     require("bcftools", "tabix")  # the workflow joins the chunks with them
     config = tmp_path / "config.yaml"
