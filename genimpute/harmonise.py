@@ -20,15 +20,14 @@ others are passed through to the output unchanged.
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.tsv import report_rows
 
 MATCH, SWAP, FLIP, FLIP_SWAP = "match", "swap", "flip", "flip+swap"
 PALINDROMIC_KEEP, PALINDROMIC_SWAP, PALINDROMIC_AMBIGUOUS = "palindromic-keep", "palindromic-swap", "palindromic-ambiguous"
@@ -221,13 +220,8 @@ def summarise(decisions: list[SiteDecision]) -> Counter:
 def write_audit(path: str | Path, decisions: list[SiteDecision], panel, target) -> None:
     """Per-site audit TSV: one line per decision."""
     recs = target.records
-    try:
-        handle = open(path, "w", newline="")
-    except OSError as exc:
-        raise InputError(f"--report {path}: cannot write it ({exc.strerror})") from exc
-    with handle:
-        out = csv.writer(handle, delimiter="\t", lineterminator="\n")
-        out.writerow(["chrom", "pos", "target_ref", "target_alt", "panel_id", "panel_ref", "panel_alt", "decision", "detail"])
+    header = ["chrom", "pos", "target_ref", "target_alt", "panel_id", "panel_ref", "panel_alt", "decision", "detail"]
+    with report_rows(path, header) as out:
         for d in decisions:
             t, p = d.target_row, d.panel_row
             panel_cols = [panel.ids[p], panel.refs[p], panel.alts[p]] if p >= 0 else [".", ".", "."]

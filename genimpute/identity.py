@@ -5,13 +5,12 @@ haplotypes, which would hand them their truth."""
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from genimpute.errors import InputError
+from genimpute.io.tsv import report_rows
 from genimpute.panel import Alignment, ReferencePanel
 
 
@@ -107,14 +106,9 @@ def sample_audit_path(audit: str | Path) -> Path:
 def write_sample_audit(path: Path, matches: PanelMatches, panel_samples: list, target_samples: list) -> None:
     """Per-sample TSV: what was decided of each target sample being a panel
     sample, with the closest panel sample by genotypes and the evidence."""
-    try:
-        handle = open(path, "w", newline="")
-    except OSError as exc:
-        raise InputError(f"--report {path}: cannot write it ({exc.strerror})") from exc
-    with handle:
-        out = csv.writer(handle, delimiter="\t", lineterminator="\n")
-        out.writerow(["sample", "decision", "panel_sample", "closest_by_genotypes", "informative_sites",
-                      "concordance", "typed_span_mb"])
+    header = ["sample", "decision", "panel_sample", "closest_by_genotypes", "informative_sites", "concordance",
+              "typed_span_mb"]
+    with report_rows(path, header) as out:
         in_panel = matches.in_panel
         for s, name in enumerate(target_samples):
             closest = matches.closest[s]
