@@ -134,13 +134,15 @@ class CopyingSettings:
 
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # most states per haplotype and segment: the most often chosen are kept
-    ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes)
+    ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes + haplotype_offset)
+    haplotype_offset: int = 200  # keeps the switch rate of a small panel from growing as 1 / its haplotypes
     error: float = 1e-3  # probability of showing an allele other than the copied one
     segment_sites: int = 2000  # typed sites each forward-backward imputes
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads
 
     def __post_init__(self):
-        for name, low in (("neighbours", 1), ("max_states", 1), ("segment_sites", 1), ("margin_sites", 0)):
+        for name, low in (("neighbours", 1), ("max_states", 1), ("segment_sites", 1), ("margin_sites", 0),
+                          ("haplotype_offset", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
         if not self.ne > 0:

@@ -436,7 +436,7 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, first, last, core_first, core_last,
-                    jump_cm, neighbours, max_states, ne, error, untyped, groups):
+                    jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, groups):
     """((len(records), Q), (t, Q)) P(alt) of Q query haplotypes (queries
     (t, Q) int8) at the untyped records of untyped[1] (none if it is empty)
     and at the typed sites of the core where a query has no call (NaN at
@@ -446,7 +446,7 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
     out = np.zeros((n_queries, len(untyped[1])), dtype=np.float32)
     typed_out = np.full((n_queries, queries.shape[0]), np.nan, dtype=np.float32)
     # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
-    jump_rate = -np.expm1(-0.04 * ne * jump_cm / n_haplotypes)
+    jump_rate = -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
     first_rep = groups[2]
     n_sequences = 1
     for i in range(len(first_rep) - 1):
@@ -538,8 +538,8 @@ class ContigModel:
         return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
                                self.forward_index, self.backward_index, segment.first, segment.last,
                                segment.core_first, segment.core_last, self.jump_cm, s.neighbours, s.max_states,
-                               float(s.ne), s.error, (self.packed, records, self.weights[start:stop], *carriers,
-                                                      local_bounds), groups)
+                               float(s.ne), s.haplotype_offset, s.error,
+                               (self.packed, records, self.weights[start:stop], *carriers, local_bounds), groups)
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -51,13 +51,13 @@ def test_pbwt_orders_haplotypes_by_their_reversed_prefixes():
         assert zeros_before[j].tolist() == [0, *np.cumsum(alleles[j, order[j]] == 0)]
 
 
-def _textbook_probabilities(alleles, typed, query, cm, ne, error):
+def _textbook_probabilities(alleles, typed, query, cm, ne, error, offset):
     """P(alt) at the untyped records by a float64 forward-backward over every
     haplotype with full transition matrices, interpolated in cM."""
     x = alleles[typed]
     t, k = x.shape
     emit = np.where(x == query[:, None], 1 - error, error)
-    rho = -np.expm1(-0.04 * ne * np.diff(cm[typed]) / k)  # k: every panel haplotype
+    rho = -np.expm1(-0.04 * ne * np.diff(cm[typed]) / (k + offset))  # k: every panel haplotype
     forward, backward = np.zeros((t, k)), np.ones((t, k))
     forward[0] = emit[0] / k
     for j in range(1, t):
@@ -85,13 +85,13 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
     typed = np.zeros(m, bool)
     typed[[3, 7, 8, 15, 22, 30, 31, 40, 52, 57]] = True
-    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02)
+    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02, haplotype_offset=7)
     model = ContigModel(_panel(alleles, cm_step=0.05), 0, typed, settings)
     [segment] = model.segments()
     queries = rng.integers(0, 2, (typed.sum(), 3)).astype(np.int8)
     got = model.probabilities(segment, queries, np.full(3, -1))[0]
     for q in range(3):
-        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m) * 0.05, 300.0, 0.02)
+        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m) * 0.05, 300.0, 0.02, 7)
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
 
