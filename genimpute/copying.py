@@ -14,18 +14,21 @@ runs of alleles with it ending there (left-to-right index) or starting there
 and one forward-backward over the segment weighs each by the whole path,
 where per-window passes recomputed overlapping stretches for every window.
 
-Switches between states happen with probability 1 - exp(-0.04 ne d / H)
-over d cM, H the panel's haplotypes: Li and Stephens' rate falls as the
-panel grows, which one fixed rate per cM did not (held-out figures in
-BENCHMARKS.md). Untyped records take the states' alleles weighted by the
+Switches between states happen with probability 1 - exp(-0.04 ne d /
+(H + haplotype_offset)) over d cM, H the panel's haplotypes: Li and
+Stephens' rate falls as the panel grows, which one fixed rate per cM did
+not; the offset keeps a small panel's rate from growing as 1 / H (held-out
+figures in BENCHMARKS.md). Untyped records take the states' alleles weighted by the
 posteriors at the typed sites either side, interpolated in cM; typed sites
 without a call, the posterior at the site.
 
 Numba-compiled: the walks and the sweeps are loops over sites that numpy
 cannot vectorise across states without many temporaries, and numba (a pip
 wheel, no compiler at install) compiles them to loops over plain arrays;
-haplotypes run in parallel, each with its own arrays, so the output does not
-depend on the thread count.
+groups of haplotypes run in parallel (their states chosen together, then
+each its own forward-backward with its own arrays), and no haplotype's
+output depends on another's, so it does not depend on the thread count or
+the grouping.
 """
 
 from __future__ import annotations
@@ -436,7 +439,7 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, first, last, core_first, core_last,
-                    jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, groups):
+                    jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, groups, n_threads):
     """((len(records), Q), (t, Q)) P(alt) of Q query haplotypes (queries
     (t, Q) int8) at the untyped records of untyped[1] (none if it is empty)
     and at the typed sites of the core where a query has no call (NaN at
@@ -451,8 +454,10 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
     n_sequences = 1
     for i in range(len(first_rep) - 1):
         n_sequences = max(n_sequences, first_rep[i + 1] - first_rep[i])
-    for group in nb.prange((n_queries + SELECTION_GROUP - 1) // SELECTION_GROUP):
-        columns = np.arange(group * SELECTION_GROUP, min(n_queries, (group + 1) * SELECTION_GROUP))
+    # groups small enough that a small cohort still keeps every thread busy
+    size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
+    for group in nb.prange((n_queries + size - 1) // size):
+        columns = np.arange(group * size, min(n_queries, (group + 1) * size))
         states_of, n_states = _select_states(forward_index, backward_index, queries, columns, first, last,
                                              neighbours, max_states, excluded[columns])
         for g in range(len(columns)):
@@ -502,6 +507,7 @@ class ContigModel:
         span = right - left
         self.weights = np.where(span > 0, (cm[self.untyped_rows] - left) / np.where(span > 0, span, 1), 0.5)
         self.weights = np.clip(self.weights, 0, 1)
+        self._tables_of, self._tables = None, None  # _untyped_tables' last segment
 
     def segments(self, with_untyped_only: bool = True) -> list[Segment]:
         """The contig's segments, in order; only those with untyped records by default."""
@@ -530,16 +536,26 @@ class ContigModel:
         start, stop = self._untyped_span(segment.core_first, segment.core_last)
         if not untyped:
             stop = start
-        local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
-        records = self.untyped_rows[start:stop].astype(np.int64)
-        n_haplotypes = self.alleles.shape[1]
-        carriers = minor_carriers(self.packed, records, n_haplotypes, SPARSE_LIMIT)
-        groups = gap_sequences(self.packed, records, local_bounds, carriers[3], n_haplotypes)
+        untyped_records, groups = self._untyped_tables(start, stop)
         return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
                                self.forward_index, self.backward_index, segment.first, segment.last,
                                segment.core_first, segment.core_last, self.jump_cm, s.neighbours, s.max_states,
-                               float(s.ne), s.haplotype_offset, s.error,
-                               (self.packed, records, self.weights[start:stop], *carriers, local_bounds), groups)
+                               float(s.ne), s.haplotype_offset, s.error, untyped_records, groups,
+                               nb.get_num_threads())
+
+    def _untyped_tables(self, start: int, stop: int) -> tuple:
+        """The untyped records start..stop - 1 as _impute_segment reads them,
+        with their carriers and gap sequences; the last segment's are kept,
+        since every batch of samples reads a segment in turn."""
+        if self._tables_of != (start, stop):
+            local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
+            records = self.untyped_rows[start:stop].astype(np.int64)
+            n_haplotypes = self.alleles.shape[1]
+            carriers = minor_carriers(self.packed, records, n_haplotypes, SPARSE_LIMIT)
+            groups = gap_sequences(self.packed, records, local_bounds, carriers[3], n_haplotypes)
+            self._tables = (self.packed, records, self.weights[start:stop], *carriers, local_bounds), groups
+            self._tables_of = (start, stop)
+        return self._tables
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -1,5 +1,6 @@
-"""Streaming imputation: one window at a time, all target haplotypes batched
-through the model, records written in order as soon as they are known."""
+"""Streaming imputation: one window (or copying-engine segment) at a time,
+the target samples in batches, records written in order as soon as they
+are known."""
 
 from __future__ import annotations
 
@@ -126,9 +127,9 @@ class _RecordFormatter:
 
     def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict, samples: slice):
         self.panel, self.target, self.aln, self.filled = panel, target, aln, filled
-        self.samples, self.haplotypes = samples, slice(2 * samples.start, 2 * samples.stop)
+        self.haplotypes = slice(2 * samples.start, 2 * samples.stop)
         haploid = aln.haploid()[:, samples]
-        self.haploid = haploid if haploid.any() else None
+        self.haploid = haploid.copy() if haploid.any() else None  # a view would keep every sample's alive
         self.typed_positions = panel.positions[aln.panel_rows]
         self.typed_contigs = panel.contig_index[aln.panel_rows]
 

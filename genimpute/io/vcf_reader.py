@@ -306,7 +306,7 @@ def _read_common_panel(path: str | Path, samples: list) -> PanelData | None:
                     break
     except (OSError, EOFError, ValueError, UnicodeDecodeError):  # BCF, a truncated file...: htslib says what
         return None
-    if not packed or rest:
+    if not packed:
         return None
     fields.positions = np.asarray(positions, dtype=np.int64)
     return PanelData(samples, fields, np.concatenate(packed), 2 * len(samples))
@@ -328,7 +328,7 @@ def _common_records(lines: list, width: int, fields: Records, positions: list, c
         check_sorted(contig, position, len(positions) + 1)
         fields.contigs.append(contig)
         positions.append(position)
-        fields.ids.append(columns[2].decode() if columns[2] != b"." else ".")
+        fields.ids.append(columns[2].decode())
         fields.refs.append(columns[3].decode())
         fields.alts.append(columns[4].decode())
         calls.append(columns[9])

@@ -9,6 +9,7 @@ numbers, as bytes, not one format call per value.
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from dataclasses import dataclass
@@ -297,7 +298,7 @@ def _runs(values: list) -> list[tuple[int, int]]:
 def _remove_stale_temporaries(path: Path) -> None:
     """Remove the temporary files a killed writer of `path` left (SIGKILL
     cannot be caught): .tmpPID.NAME and its index, PID no longer running."""
-    for leftover in path.parent.glob(f".tmp*.{path.name}*"):
+    for leftover in path.parent.glob(f".tmp*.{glob.escape(path.name)}*"):
         pid = leftover.name[4:].split(".", 1)[0]
         if not pid.isdigit() or leftover.name not in (f".tmp{pid}.{path.name}", f".tmp{pid}.{path.name}.tbi"):
             continue
