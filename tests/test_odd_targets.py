@@ -165,7 +165,9 @@ def test_missing_calls_on_a_tiny_target(trained, tmp_path):
     assert len(typed) == 10 and all(r[9].split(":")[0] in ("0|0", "0|1", "1|0", "1|1") for r in typed)
 
 
-def test_batches_of_samples_write_the_bytes_of_one_batch(tmp_path):
+@pytest.mark.parametrize("engine, batches", [("copying", (1000, 1, 3)), ("model", (1000, 3))])
+def test_batches_of_samples_write_the_bytes_of_one_batch(engine, batches, tmp_path):
+    """One batch; one sample each; batches of 3 and a shorter last one."""
     header, records = vcf_edit.read_lines()
     vcf_edit.hide_calls(records, 0.05, seed=5)
     for record in records:
@@ -175,12 +177,13 @@ def test_batches_of_samples_write_the_bytes_of_one_batch(tmp_path):
     records.insert(4, extra)
     target = vcf_edit.write(tmp_path / "odd.vcf", header, records)
     bodies = []
-    for batch in (1000, 1, 3):  # one batch; one sample each; batches of 3 and a shorter last one
+    for batch in batches:
         out = tmp_path / f"batch{batch}.vcf.gz"
-        run(["-q", "impute", str(target), "--ref", str(PANEL), "--out", str(out), "--batch-samples", str(batch)])
+        run(["-q", "impute", str(target), "--ref", str(PANEL), "--engine", engine, "--out", str(out),
+             "--batch-samples", str(batch)])
         with gzip.open(out, "rt") as handle:
             bodies.append([line for line in handle if not line.startswith("#")])
-    assert bodies[0] == bodies[1] == bodies[2]
+    assert all(body == bodies[0] for body in bodies[1:])
     body = [line.split("\t") for line in bodies[0]]
     assert len(body[0]) - 9 > 3 and len(body[0]) - 9 not in (3, 6, 9, 12)  # several batches, the last one short
     assert any(r[7] == "." for r in body)  # the passed-through record

@@ -302,7 +302,10 @@ def test_bgzf_blocks_compressed_in_threads_read_back_in_order(tmp_path):
 
     data = b"".join(b"20\t%d\t.\tA\tC\n" % i for i in range(300_000))  # about 4 MB: dozens of blocks
     writer = BgzfWriter(tmp_path / "x.gz", threads=3)
-    cuts = np.cumsum(np.random.default_rng(3).integers(1, 3 * BLOCK, 400))  # writes within, across and of blocks
+    # writes that end inside blocks, and at 50 block edges, all inside the data
+    edges = BLOCK * np.arange(1, 51)
+    assert edges[-1] < len(data)
+    cuts = np.unique(np.concatenate([np.random.default_rng(3).integers(1, len(data), 350), edges]))
     for start, end in zip([0, *cuts], [*cuts, len(data)]):
         writer.write(data[start:end])
     writer.close()
