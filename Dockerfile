@@ -7,25 +7,61 @@
 #   docker build -t genimpute:0.1.0 .
 #   docker run --rm -v "$PWD:/data" genimpute:0.1.0 impute target.vcf.gz --model model
 #   docker run --rm -v "$PWD:/data" genimpute:0.1.0 impute target.vcf.gz --ref panel.vcf.gz   (pretrained model)
-FROM python:3.11-slim-bookworm
+#
+# The test image (the same image plus the checkout's tests, examples,
+# workflows and scripts, and shellcheck) runs the README's test command:
+#
+#   docker build --target test -t genimpute:test . && docker run --rm genimpute:test
+#
+# Build arguments, all optional:
+#   BASE_IMAGE       any Debian bookworm image: the public python image by
+#                    default; a plain Debian one (e.g. made with debootstrap,
+#                    as benchmarks/container_build.sh does) works too, and
+#                    then Debian's python3 (3.11) is used.
+#   TORCH            cpu (default) or cuda.
+#   TORCH_CPU_INDEX  where pip finds torch's CPU build (PyTorch's index by
+#                    default); empty for none, when PIP_OPTIONS brings it.
+#   PIP_OPTIONS      extra options for pip install, empty by default: e.g.
+#                    "--find-links /mnt/wheels" with a wheel directory
+#                    mounted there at build time (`podman build -v
+#                    DIR:/mnt/wheels:ro`), for a mirror or an offline build,
+#                    without naming any machine's paths here.
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+FROM ${BASE_IMAGE} AS runtime
 
 ARG TORCH=cpu
+ARG TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
+ARG PIP_OPTIONS=
 
+# The python image has its own Python in /usr/local (with ensurepip); a plain
+# Debian base has no Python, so it gets Debian's python3 and python3-venv.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bcftools tabix beagle minimac4 shapeit4 \
+    && if ! python3 -c 'import ensurepip' 2>/dev/null; then \
+           apt-get install -y --no-install-recommends python3 python3-venv; \
+       fi \
     && rm -rf /var/lib/apt/lists/*
+
+# genimpute goes into a virtual environment at a fixed path, on PATH, so that
+# both bases behave alike: Debian's python3 refuses system-wide pip installs
+# (PEP 668, "externally managed"), and a venv keeps pip's packages apart from
+# Debian's rather than overriding that with --break-system-packages.
+ENV VIRTUAL_ENV=/opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+RUN python3 -m venv "$VIRTUAL_ENV"
 
 WORKDIR /opt/genimpute
 COPY pyproject.toml README.md constraints-cpu.txt ./
 COPY genimpute ./genimpute
 
 # CPU: the README's install line; the extra index supplies torch's CPU build
-# for the version constraints-cpu.txt pins.
+# for the version constraints-cpu.txt pins. PIP_OPTIONS is split into words
+# on purpose (several options).
 ENV PIP_NO_CACHE_DIR=1
 RUN if [ "$TORCH" = "cpu" ]; then \
-        PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu pip install -c constraints-cpu.txt -e '.[dev]'; \
+        PIP_EXTRA_INDEX_URL=$TORCH_CPU_INDEX pip install -c constraints-cpu.txt -e '.[dev]' $PIP_OPTIONS; \
     else \
-        pip install -e '.[dev]'; \
+        pip install -e '.[dev]' $PIP_OPTIONS; \
     fi
 
 RUN useradd --create-home --uid 1000 genimpute
@@ -33,3 +69,24 @@ USER genimpute
 WORKDIR /data
 ENTRYPOINT ["genimpute"]
 CMD ["--help"]
+
+# Test image: `python -m pytest -q` in the checkout, against the genimpute
+# installed above. tests/test_workflows.py lints the shell scripts, hence
+# shellcheck; the tests read README.md, the Dockerfile, examples/, workflows/,
+# benchmarks/ and .ci/, hence the whole build context (less .dockerignore).
+FROM runtime AS test
+USER root
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends shellcheck \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/genimpute
+COPY . ./
+# pytest and hypothesis keep their caches in the working directory
+RUN chown genimpute:genimpute /opt/genimpute
+USER genimpute
+ENTRYPOINT []
+CMD ["python", "-m", "pytest", "-q"]
+
+# The default target (a plain `docker build .` builds the last stage): the
+# runtime image above, without the tests.
+FROM runtime
