@@ -25,9 +25,9 @@ _MIN_SITES_FOR_IDENTITY = 100
 # this much (summed over contigs): a relative, or in a large panel a stranger,
 # who shares both haplotypes over a region agrees there as well as the same
 # person does (on the 1 Mb simulated series, 9 of 1,002 targets agreed at
-# >= 98% with one of 16,000 other samples). Over a whole chromosome that
-# takes a duplicate, not a relative's shared segment; over less, such a
-# sample is only reported, and its panel namesake kept as a template.
+# >= 98% with one of 16,000 other samples). Over a whole chromosome such
+# agreement means a duplicate, not a relative's shared segment; over less,
+# the sample is only reported, and the panel sample kept as its template.
 MIN_IDENTITY_SPAN_BP = 20_000_000
 
 
