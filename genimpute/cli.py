@@ -211,8 +211,8 @@ def _checked_config(build) -> RunConfig:
                    "backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...), "
-                   "and beside it FILE.samples.tsv (audit.tsv: audit.samples.tsv) with each sample's decision as a possible "
-                   "panel duplicate.")
+                   "and beside it FILE.samples.tsv (audit.tsv: audit.samples.tsv) with each sample's decision as "
+                   "a possible panel duplicate.")
 @click.option("--engine", type=click.Choice(["auto", "copying", "model"]), default="auto", show_default=True,
               help="copying: one copying-model pass per target haplotype along each contig, over states chosen by "
                    "PBWTs of the panel; model: the model directory's backbone, window by window; auto: copying with "

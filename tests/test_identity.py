@@ -11,7 +11,8 @@ import pytest
 import vcf_edit
 from paths import PANEL, TARGET_PHASED
 
-from genimpute.identity import IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, sample_audit_path, samples_in_panel, write_sample_audit
+from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, sample_audit_path, samples_in_panel,
+                                write_sample_audit)
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target
 
@@ -108,7 +109,8 @@ def test_strangers_are_not_close_to_any_panel_sample():
 
 
 def test_the_sample_audit_names_each_decision(tmp_path):
-    panel, matches = _matches(tmp_path, 1, {"NA99999": ["HG00103"], "HG00110": ["HG00110"], "MOSAIC": ["HG00096", "HG00116"]})
+    samples = {"NA99999": ["HG00103"], "HG00110": ["HG00110"], "MOSAIC": ["HG00096", "HG00116"]}
+    panel, matches = _matches(tmp_path, 1, samples)
     path = sample_audit_path(tmp_path / "audit.tsv")
     assert path.name == "audit.samples.tsv" and sample_audit_path("report").name == "report.samples.tsv"
     write_sample_audit(path, matches, panel.samples, ["NA99999", "HG00110", "MOSAIC"])
