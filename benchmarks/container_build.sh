@@ -10,6 +10,7 @@
 # also goes to OUT_DIR/container_build.log.
 #
 #   bash benchmarks/container_build.sh        (as root: debootstrap and rootful podman)
+#   bash benchmarks/container_build.sh clean  (removes CACHE_DIR, podman's storage included)
 #
 # Needs: podman (Debian's 4.3 here; it builds with its bundled buildah),
 # runc (see below for why not crun) and debootstrap, installed from Debian's
@@ -20,7 +21,7 @@
 #
 # Settings (environment):
 #   CACHE_DIR        base tarball and podman's storage (default /tmp/genimpute-container);
-#                    the base is made once and reused; `rm -rf` it to start over
+#                    the base is made once and reused; `clean` starts over
 #   OUT_DIR          log and quickstart output (default benchmarks/out)
 #   DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR   for debootstrap and the base's apt sources
 #   PIP_DIRS         local wheel directories and simple indexes (a directory with a
@@ -59,9 +60,6 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive timeout 15m apt-get install -y -qq "${missing[@]}" > /dev/null
 fi
-mkdir -p "$out" "$cache"
-exec > >(tee "$out/container_build.log") 2>&1
-tee_pid=$!
 
 # podman with its own storage under CACHE_DIR (nothing in /var/lib/containers;
 # removed with the cache). Without systemd (as here) podman itself picks the
@@ -82,6 +80,19 @@ tee_pid=$!
 podman=(podman --root "$cache/storage" --runroot "$cache/run" --tmpdir "$cache/tmp"
         --storage-driver "${STORAGE_DRIVER:-overlay}" --runtime "${RUNTIME:-runc}")
 ulimits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=32768:32768)
+
+if [[ ${1:-} == clean ]]; then
+  # podman's overlay storage can stay mounted on itself (seen after an
+  # interrupted run), and a plain rm -rf then fails ("Device or resource
+  # busy"): podman's reset unmounts and removes it
+  if [[ -d $cache/storage ]]; then "${podman[@]}" system reset --force || umount "$cache/storage/overlay" || true; fi
+  rm -rf "$cache"
+  echo "removed $cache"
+  exit 0
+fi
+mkdir -p "$out" "$cache"
+exec > >(tee "$out/container_build.log") 2>&1
+tee_pid=$!
 
 names=() results=() walls=() lasts=()
 step() {  # step NAME LIMIT CMD... : run CMD under `timeout LIMIT`, print and record its status and wall time
