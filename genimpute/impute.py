@@ -151,7 +151,7 @@ class _RecordFormatter:
             for i in np.nonzero(missing.any(axis=1))[0]:
                 calls[i, missing[i]] = self.filled[rows[typed][i]][self.haplotypes][missing[i]]
             p[typed], haploid[typed] = calls, alleles[:, 1::2] == ABSENT
-            missing_calls[typed] = (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
+            missing_calls[typed] = _missing_calls(alleles)
         if not typed.all():
             p[~typed] = probs[[index_of_row[r] for r in rows[~typed].tolist()]]
             near = self._haploid_near(rows[~typed])
@@ -236,10 +236,10 @@ def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: Column
     writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else "GT:DS:GP", columns)
 
 
-def _missing_calls(aln: Alignment, rows: np.ndarray) -> np.ndarray:
-    """(len(rows),) missing calls (samples with a missing allele) at each of
-    the typed records `rows`."""
-    missing = aln.alleles_at(rows) == MISSING
+def _missing_calls(alleles: np.ndarray) -> np.ndarray:
+    """(V,) missing calls (samples with a missing allele) at each record of
+    alleles (V, 2S)."""
+    missing = alleles == MISSING
     return (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
 
 
@@ -485,9 +485,9 @@ def _write_contigs(writer: VcfWriter, formatters: list, panel, target, aln, type
                    in_region: np.ndarray, windows_by_contig: dict, window_probabilities, progress: bool,
                    started: float) -> int:
     """Write every output record of `contigs` (within `region`; in_region
-    (M,) its panel records), window by
-    window, each batch of samples imputed by window_probabilities(window,
-    haplotypes); the number of imputed records written."""
+    (M,) its panel records), window by window, each batch of samples
+    imputed by window_probabilities(window, haplotypes); return the number
+    of imputed records written."""
     n_windows = sum(len(w) for w in windows_by_contig.values())
     bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not progress, file=sys.stderr)
     log_every = max(1, n_windows // 10)
@@ -656,7 +656,7 @@ def impute(
         "typed_sites": len(aln.panel_rows),
         "imputed_records": n_imputed,
         "passed_through": len(aln.unmatched_rows),
-        "missing_calls_imputed": int(_missing_calls(aln, np.array(sorted(filled), dtype=np.int64)).sum()),
+        "missing_calls_imputed": int(_missing_calls(aln.alleles_at(np.array(sorted(filled), dtype=np.int64))).sum()),
         "samples_in_panel": int((in_panel >= 0).sum()),
         "possible_panel_duplicates": int(matches.possible_duplicates.sum()),
         "records_written": writer.records,

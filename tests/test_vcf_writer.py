@@ -10,7 +10,7 @@ from tools import run_tool
 
 
 from genimpute.errors import InputError
-from genimpute.io.vcf_writer import VcfWriter, dosage_r2, genotype_columns
+from genimpute.io.vcf_writer import DosageSums, VcfWriter, genotype_columns
 
 # ---------------------------------------------------------------------------
 # genotype_columns
@@ -103,8 +103,13 @@ def test_genotype_columns_matches_definition_on_random_probabilities():
 
 
 # ---------------------------------------------------------------------------
-# dosage_r2
+# DosageSums: AF and DR2
 # ---------------------------------------------------------------------------
+
+
+def dosage_r2(p: np.ndarray, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    sums = DosageSums.of(p, present)
+    return sums.af(), sums.r2()
 
 
 def test_dosage_r2_hand_value():

@@ -270,14 +270,6 @@ class DosageSums:
         return np.clip(r2, 0.0, 1.0)
 
 
-def dosage_r2(p: np.ndarray, present: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(AF, DR2) per variant (DosageSums) from haplotype alt probabilities
-    (V, H), over the haplotypes `present` (V, H) marks (all by default; a
-    haploid call has one)."""
-    sums = DosageSums.of(p, present)
-    return sums.af(), sums.r2()
-
-
 HEADER_LINES = [
     '##INFO=<ID=AF,Number=A,Type=Float,Description="Estimated alternate allele frequency">',
     '##INFO=<ID=DR2,Number=A,Type=Float,Description="Estimated dosage r-squared: variance of haplotype dosages / (AF*(1-AF))">',
