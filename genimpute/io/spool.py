@@ -2,20 +2,20 @@
 back record by record: how a cohort of thousands of samples is written with
 the memory of one batch (as Minimac4 spools its sample chunks).
 
-Each batch's text of a window is compressed (zlib level 1, about 5% of the
-text, in worker threads) into an unnamed temporary file beside the output,
+Each batch's text of a window is compressed (zlib-ng level 1, about 5% of
+the text, in worker threads) into an unnamed temporary file beside the output,
 which the system deletes whatever way the process ends.
 """
 
 from __future__ import annotations
 
 import tempfile
-import zlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from zlib_ng import zlib_ng
 
 from genimpute.io.vcf_writer import ColumnText
 
@@ -34,7 +34,7 @@ class ColumnSpool:
         self.parts: list[tuple[int, int]] = []  # (offset, size) of each compressed chunk, in put order
 
     def put(self, columns: ColumnText) -> None:
-        self.pending.append(self.pool.submit(zlib.compress, columns.text, LEVEL))
+        self.pending.append(self.pool.submit(zlib_ng.compress, columns.text, LEVEL))
         while len(self.pending) > 8:  # bound the compressed chunks held in memory
             self._store(self.pending.popleft().result())
 
@@ -61,7 +61,7 @@ class ColumnSpool:
 
     def _read(self, offset: int, size: int) -> ColumnText:
         self.file.seek(offset)
-        return ColumnText.of_text(np.frombuffer(zlib.decompress(self.file.read(size)), dtype=np.uint8))
+        return ColumnText.of_text(np.frombuffer(zlib_ng.decompress(self.file.read(size)), dtype=np.uint8))
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)
