@@ -222,16 +222,21 @@ def _checked_config(build) -> RunConfig:
 @click.option("--batch-samples", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Target samples imputed at once; a larger cohort goes through in batches (memory as one batch's, "
                    "output the same).")
+@click.option("--format", "fields", default="GT:DS:GP", show_default=True,
+              help="FORMAT fields of imputed and typed records: GT and any of DS, HDS (each haplotype's dosage) and "
+                   "GP, written in that order. GT:DS is half the text of GT:DS:GP, and a large cohort's run the faster.")
 @click.pass_context
 def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
-           audit, engine, ne, batch_samples):
+           audit, engine, ne, batch_samples, fields):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
     from genimpute.impute import impute as run_impute
+    from genimpute.io.vcf_writer import FormatFields
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.regions import parse_region
 
     region = _run(parse_region, region) if region else None
+    fields = _run(FormatFields.parse, fields)
     if engine == "auto":
         engine = "copying" if ref and not model_dir else "model"
     model_dir = Path(model_dir) if model_dir else PRETRAINED_DIR if ref else default_model_dir()
@@ -248,7 +253,7 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
                    force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
                    seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
                    audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None,
-                   batch_samples=batch_samples)
+                   batch_samples=batch_samples, fields=fields)
     possible = summary["possible_panel_duplicates"]
     in_panel = f" ({summary['samples_in_panel']} found in the panel" + \
         (f", {possible} with a panel sample's genotypes over too short a span to tell)" if possible else ")")

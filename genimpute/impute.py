@@ -25,7 +25,7 @@ from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData, read_target
 from genimpute.io.spool import ColumnSpool
-from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, genotype_columns
+from genimpute.io.vcf_writer import ColumnText, DosageSums, FormatFields, VcfWriter, genotype_columns
 from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference
 from genimpute.regions import Region
 from genimpute.windows import plan_windows, typed_record_windows
@@ -123,10 +123,11 @@ def _chunks(events: list, n_samples: int) -> list[_Chunk]:
 class _RecordFormatter:
     """Builds the output of chunks of records for one batch of target
     samples. `filled`: P(alt) of every target haplotype at typed records
-    with missing calls, by panel record."""
+    with missing calls, by panel record; `fields`: the FORMAT of panel records."""
 
-    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict, samples: slice):
-        self.panel, self.target, self.aln, self.filled = panel, target, aln, filled
+    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict, samples: slice,
+                 fields: FormatFields):
+        self.panel, self.target, self.aln, self.filled, self.fields = panel, target, aln, filled, fields
         self.haplotypes = slice(2 * samples.start, 2 * samples.stop)
         haploid = aln.haploid()[:, samples]
         self.haploid = haploid.copy() if haploid.any() else None  # a view would keep every sample's alive
@@ -161,7 +162,7 @@ class _RecordFormatter:
         if haploid.any():  # a haploid call has its first haplotype alone
             present = np.ones(p.shape, dtype=bool)
             present[:, 1::2] = ~haploid
-        return _Part(genotype_columns(p[:, 0::2], p[:, 1::2], haploid if present is not None else None),
+        return _Part(genotype_columns(p[:, 0::2], p[:, 1::2], haploid if present is not None else None, self.fields),
                      DosageSums.of(p, present), missing_calls)
 
     def _haploid_near(self, rows: np.ndarray) -> np.ndarray | None:
@@ -221,7 +222,7 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
         for c, chunk in enumerate(chunks):
             part = formatter.part(chunk, probs, index_of_row)
             if spool is None:  # one batch: written at once
-                _write_chunk(writer, chunk, part, part.columns, fixed)
+                _write_chunk(writer, chunk, part, part.columns, fixed, formatter.fields)
                 continue
             spool.put(part.columns)
             part = dataclasses.replace(part, columns=None)
@@ -229,11 +230,12 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
         del probs  # before the next batch's are made
     if spool is not None:
         for c, columns in enumerate(spool.joined(len(formatters))):
-            _write_chunk(writer, chunks[c], totals[c], columns, fixed)
+            _write_chunk(writer, chunks[c], totals[c], columns, fixed, formatters[0].fields)
 
 
-def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed) -> None:
-    writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else "GT:DS:GP", columns)
+def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed,
+                 fields: FormatFields) -> None:
+    writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else str(fields), columns)
 
 
 def _missing_calls(alleles: np.ndarray) -> np.ndarray:
@@ -538,6 +540,7 @@ def impute(
     ref: str | Path | None = None,
     copying: CopyingSettings | None = None,
     batch_samples: int = 1000,
+    fields: FormatFields = FormatFields(),
 ) -> dict:
     """Impute every panel record the target does not type; write `out`.
 
@@ -570,7 +573,9 @@ def impute(
     Target samples are imputed in batches of `batch_samples`, their columns
     spooled to a temporary file and joined (genimpute.io.spool), so memory
     does not grow with the cohort; the output does not depend on the batch
-    size."""
+    size.
+
+    `fields`: the FORMAT fields of panel records (GT:DS:GP by default)."""
     started = time.monotonic()
     if batch_samples < 1:
         raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
@@ -643,12 +648,12 @@ def impute(
                  validation.masked_sites, validation.empirical_r2, validation.concordance)
     filled = _fill_missing(source, panel, aln, typed_mask, exclude, in_region) if copying is None \
         else copying_engine.fill_missing(in_region)
-    formatters = [_RecordFormatter(panel, target, aln, filled, batch)
+    formatters = [_RecordFormatter(panel, target, aln, filled, batch, fields)
                   for batch in _sample_batches(len(target.samples), batch_samples)]
     if len(formatters) > 1:
         log.info("%d target samples in %d batches of up to %d", len(target.samples), len(formatters), batch_samples)
     with VcfWriter(out, force=force) as writer:
-        writer.write_header(target.samples, [c.name for c in header_contigs], meta)
+        writer.write_header(target.samples, [c.name for c in header_contigs], meta, fields)
         n_imputed = _write_contigs(writer, formatters, panel, target, aln, typed_mask, contigs, region, in_region,
                                    windows_by_contig, window_probabilities, progress, started)
     summary = {

@@ -166,6 +166,31 @@ def test_impute_with_the_copying_engine_writes_every_record(tmp_path):
     assert (calls(model) == calls(copying)).mean() > 0.95
 
 
+def test_format_gt_ds_writes_the_default_runs_gt_and_ds_and_declares_only_them(tmp_path):
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(tmp_path / "all.vcf.gz")])
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--format", "GT,DS",
+         "--out", str(tmp_path / "short.vcf.gz")])
+    whole, short = _records(tmp_path / "all.vcf.gz"), _records(tmp_path / "short.vcf.gz")
+    assert len(short) == len(whole) > 100
+    for full, brief in zip(whole, short):
+        assert brief[:8] == full[:8]
+        if full[8] == "GT":  # passed through from the target
+            assert brief[8:] == full[8:]
+            continue
+        assert brief[8] == "GT:DS"
+        assert [c.rstrip("\n") for c in brief[9:]] == [":".join(c.split(":")[:2]).rstrip("\n") for c in full[9:]]
+    with gzip.open(tmp_path / "short.vcf.gz", "rt") as handle:
+        header = [line for line in handle if line.startswith("##FORMAT")]
+    assert [line.split(",")[0] for line in header] == ["##FORMAT=<ID=GT", "##FORMAT=<ID=DS"]
+
+
+def test_impute_refuses_an_unknown_format_field_in_one_line(tmp_path):
+    result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--format", "GT:XX",
+                  "--out", str(tmp_path / "out.vcf.gz")], ok=False)
+    assert result.exit_code == 1 and "--format" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out.vcf.gz").exists()
+
+
 @pytest.mark.parametrize("region", ["20:9000000-9050000", "20:9050001-"])
 def test_copying_regions_are_slices_of_the_whole_run(tmp_path, region):
     run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--engine", "copying",

@@ -10,7 +10,7 @@ from tools import run_tool
 
 
 from genimpute.errors import InputError
-from genimpute.io.vcf_writer import DosageSums, VcfWriter, genotype_columns
+from genimpute.io.vcf_writer import DosageSums, FormatFields, VcfWriter, genotype_columns
 
 # ---------------------------------------------------------------------------
 # genotype_columns
@@ -100,6 +100,39 @@ def test_genotype_columns_matches_definition_on_random_probabilities():
             for text in gp.split(","):
                 assert text == "0" or not text.endswith("0")
                 assert not text.endswith(".")
+
+
+def test_format_fields_choose_and_order_each_calls_values():
+    rng = np.random.default_rng(3)
+    p1, p2 = rng.random((6, 9)), rng.random((6, 9))
+    haploid = rng.random((6, 9)) < 0.3
+    default = [row.split("\t") for row in genotype_columns(p1, p2, haploid).rows()]
+    chosen = [row.split("\t") for row in
+              genotype_columns(p1, p2, haploid, FormatFields(("GP", "HDS", "DS", "GT"))).rows()]
+    short = [row.split("\t") for row in genotype_columns(p1, p2, haploid, FormatFields(("GT", "DS"))).rows()]
+    for v in range(6):
+        for s in range(9):
+            gt, ds, gp = default[v][s].split(":")
+            assert short[v][s] == f"{gt}:{ds}"
+            gt2, ds2, hds, gp2 = chosen[v][s].split(":")  # in the order GT, DS, HDS, GP, as given or not
+            assert (gt2, gp2, ds2) == (gt, gp, ds)
+            want = [p1[v, s]] if haploid[v, s] else [p1[v, s], p2[v, s]]
+            assert [float(x) for x in hds.split(",")] == pytest.approx(want, abs=0.0005 + 1e-12)
+
+
+@pytest.mark.parametrize("text, names", [("GT:DS:GP", ("GT", "DS", "GP")), ("gt,ds", ("GT", "DS")),
+                                         ("GT", ("GT",)), ("GP:HDS:GT", ("GT", "HDS", "GP"))])
+def test_format_fields_parse_colons_or_commas_into_the_written_order(text, names):
+    fields = FormatFields.parse(text)
+    assert fields.names == names and str(fields) == ":".join(names)
+    assert [line.split(",")[0].removeprefix("##FORMAT=<ID=") for line in fields.header_lines()] == list(names)
+
+
+@pytest.mark.parametrize("text, said", [("DS:GP", "expected GT"), ("GT:DS:DS", "each field once"),
+                                        ("GT:AP", "found AP"), ("", "found")])
+def test_format_fields_refuse_what_they_cannot_write(text, said):
+    with pytest.raises(InputError, match=said):
+        FormatFields.parse(text)
 
 
 # ---------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Writing imputed VCFs: bgzipped, tabix-indexed, moved into place only
 when complete.
 
-FORMAT GT:DS:GP on every biallelic record; INFO AF (estimated alt allele
-frequency), DR2 (estimated dosage r2) and IMP on imputed records, as Beagle
-writes them. Sample columns are built from lookup tables of pre-formatted
+FORMAT GT:DS:GP on every biallelic record by default (GT and any of DS,
+HDS and GP: FormatFields); INFO AF (estimated alt allele frequency),
+DR2 (estimated dosage r2) and IMP on imputed records, as Beagle writes them. Sample columns are built from lookup tables of pre-formatted
 numbers, as bytes, not one format call per value.
 """
 
@@ -39,37 +39,88 @@ def _byte_table(strings: list[str], width: int | None = None) -> np.ndarray:
     return table
 
 
-_GT = _byte_table(["0|0", "0|1", "1|0", "1|1"])
-_HAPLOID_GT = _byte_table(["0", "1"], width=_GT.shape[1])
-_DS = _byte_table(_decimals(2 * _RESOLUTION))
-_PROB = _byte_table(_decimals(_RESOLUTION))
+# FORMAT fields an imputed record may carry, by code, in the order they are written
+GT, DS, HDS, GP = range(4)
+FORMAT_NAMES = ("GT", "DS", "HDS", "GP")
+FORMAT_LINES = {
+    "GT": '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+    "DS": '##FORMAT=<ID=DS,Number=A,Type=Float,Description="Estimated alternate allele dosage">',
+    "HDS": '##FORMAT=<ID=HDS,Number=.,Type=Float,Description="Estimated alternate allele dosage of each haplotype">',
+    "GP": '##FORMAT=<ID=GP,Number=G,Type=Float,Description="Estimated genotype probabilities">',
+}
+
+
+@dataclass(frozen=True)
+class FormatFields:
+    """The FORMAT fields of imputed and typed records: GT and any of DS,
+    HDS and GP, written in that order whatever order they are given in
+    (records passed through from the target carry GT alone)."""
+
+    names: tuple = ("GT", "DS", "GP")
+
+    def __post_init__(self):
+        unknown = [n for n in self.names if n not in FORMAT_NAMES]
+        if unknown:
+            raise InputError(f"--format: expected fields among {', '.join(FORMAT_NAMES)}; found {', '.join(unknown)}")
+        if "GT" not in self.names or len(set(self.names)) != len(self.names):
+            raise InputError(f"--format: expected GT and each field once; found {':'.join(self.names)}")
+        object.__setattr__(self, "names", tuple(n for n in FORMAT_NAMES if n in self.names))
+
+    @classmethod
+    def parse(cls, text: str) -> FormatFields:
+        """From 'GT:DS' or 'gt,ds,gp'."""
+        return cls(tuple(name.strip().upper() for name in text.replace(",", ":").split(":")))
+
+    def __str__(self) -> str:
+        return ":".join(self.names)
+
+    def flags(self) -> np.ndarray:
+        """(4,) bool: which of FORMAT_NAMES, by code, are written."""
+        return np.array([n in self.names for n in FORMAT_NAMES])
+
+    def header_lines(self) -> list[str]:
+        return [FORMAT_LINES[n] for n in self.names]
+
+
+# GT strings: the diploid calls by 2 * allele1 + allele2, then the haploid by allele
+_GT = _byte_table(["0|0", "0|1", "1|0", "1|1", "0", "1"])
+_HAPLOID = 4  # the first haploid row of _GT
+# i / 1000 for i in 0..2000: dosages, probabilities and haplotype dosages alike
+_NUMBERS = _byte_table(_decimals(2 * _RESOLUTION))
 
 
 def _lengths(table: np.ndarray) -> np.ndarray:
     return (table != 0).sum(axis=1)
 
 
-_GT_LENGTHS, _HAPLOID_GT_LENGTHS, _DS_LENGTHS, _PROB_LENGTHS = map(_lengths, (_GT, _HAPLOID_GT, _DS, _PROB))
+_GT_LENGTHS, _NUMBER_LENGTHS = _lengths(_GT), _lengths(_NUMBERS)
 
 
 @nb.njit(cache=True)
-def _copy_entry(out, at, table, lengths, i):
+def _put(out, at, table, lengths, i):
+    """Copy row i of a byte table to out[at:]; return where it ends."""
     for c in range(lengths[i]):
         out[at + c] = table[i, c]
     return at + lengths[i]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _call_rows(a, b, haploid):
     """(GT, DS, GP0, GP1, GP2) rows of the tables for one call from its
     haplotypes' alt probabilities a, b, in float64 whatever their type;
     haploid: from a alone, GP2 unused."""
-    a, b = min(max(np.float64(a), 0.0), 1.0), min(max(np.float64(b), 0.0), 1.0)  # the tables end at 0 and 1
+    a, b = _unit(a), _unit(b)
     if haploid:
-        return (1 if a >= 0.5 else 0), _row(a), _row(1.0 - a), _row(a), 0
+        return _HAPLOID + (1 if a >= 0.5 else 0), _row(a), _row(1.0 - a), _row(a), 0
     gp0, gp2 = (1.0 - a) * (1.0 - b), a * b
     gp1 = min(max(1.0 - gp0 - gp2, 0.0), 1.0)
     return 2 * (1 if a >= 0.5 else 0) + (1 if b >= 0.5 else 0), _row(a + b), _row(gp0), _row(gp1), _row(gp2)
+
+
+@nb.njit(cache=True)
+def _unit(p):
+    """p in float64, clipped to [0, 1], where the tables end."""
+    return min(max(np.float64(p), 0.0), 1.0)
 
 
 @nb.njit(cache=True)
@@ -78,55 +129,84 @@ def _row(x):
     return np.int64(np.rint(x * _RESOLUTION))
 
 
+@nb.njit(cache=True, inline="always")
+def _call_length(ds_on, hds_on, gp_on, a, b, haploid, gt_lengths, number_lengths):
+    """Bytes of one call's fields (flags of DS, HDS, GP after GT), colon-separated."""
+    gt, ds, gp0, gp1, gp2 = _call_rows(a, b, haploid)
+    n = gt_lengths[gt]
+    if ds_on:
+        n += 1 + number_lengths[ds]
+    if hds_on:
+        n += 1 + number_lengths[_row(_unit(a))] + (0 if haploid else 1 + number_lengths[_row(_unit(b))])
+    if gp_on:
+        n += 1 + number_lengths[gp0] + 1 + number_lengths[gp1] + (0 if haploid else 1 + number_lengths[gp2])
+    return n
+
+
+@nb.njit(cache=True, inline="always")
+def _put_call(out, at, ds_on, hds_on, gp_on, a, b, haploid, gt_table, gt_lengths, numbers, number_lengths):
+    """One call's fields (flags of DS, HDS, GP after GT), colon-separated, at out[at:]; return where it ends."""
+    gt, ds, gp0, gp1, gp2 = _call_rows(a, b, haploid)
+    at = _put(out, at, gt_table, gt_lengths, gt)
+    if ds_on:
+        out[at] = 58  # colon
+        at = _put(out, at + 1, numbers, number_lengths, ds)
+    if hds_on:
+        out[at] = 58
+        at = _put(out, at + 1, numbers, number_lengths, _row(_unit(a)))
+        if not haploid:
+            out[at] = 44  # comma
+            at = _put(out, at + 1, numbers, number_lengths, _row(_unit(b)))
+    if gp_on:
+        out[at] = 58
+        at = _put(out, at + 1, numbers, number_lengths, gp0)
+        out[at] = 44
+        at = _put(out, at + 1, numbers, number_lengths, gp1)
+        if not haploid:
+            out[at] = 44
+            at = _put(out, at + 1, numbers, number_lengths, gp2)
+    return at
+
+
 @nb.njit(cache=True)
-def _record_length(p1, p2, haploid, v, gt_lengths, haploid_lengths, ds_lengths, prob_lengths):
+def _record_length(p1, p2, haploid, v, fields, gt_lengths, number_lengths):
     """Bytes of record v's sample columns, its tabs and its newline."""
-    n = p1.shape[1]
+    n = max(p1.shape[1], 1)
+    ds_on, hds_on, gp_on = fields[DS], fields[HDS], fields[GP]
     for s in range(p1.shape[1]):
-        gt, ds, gp0, gp1, gp2 = _call_rows(p1[v, s], p2[v, s], haploid[v, s])
-        n += (haploid_lengths[gt] if haploid[v, s] else gt_lengths[gt]) + ds_lengths[ds] + 2
-        n += prob_lengths[gp0] + prob_lengths[gp1] + 1
-        if not haploid[v, s]:
-            n += prob_lengths[gp2] + 1
-    return max(n, 1)
+        n += _call_length(ds_on, hds_on, gp_on, p1[v, s], p2[v, s], haploid[v, s], gt_lengths, number_lengths)
+    return n
+
+
+@nb.njit(cache=True)
+def _put_record(out, at, p1, p2, haploid, v, fields, gt_table, gt_lengths, numbers, number_lengths):
+    """Record v's sample columns, tab-separated, and its newline at out[at:]."""
+    ds_on, hds_on, gp_on = fields[DS], fields[HDS], fields[GP]
+    for s in range(p1.shape[1]):
+        if s:
+            out[at] = 9  # tab
+            at += 1
+        at = _put_call(out, at, ds_on, hds_on, gp_on, p1[v, s], p2[v, s], haploid[v, s], gt_table, gt_lengths, numbers,
+                       number_lengths)
+    out[at] = 10  # newline
 
 
 @nb.njit(cache=True, parallel=True)
-def _sample_columns(p1, p2, haploid, gt_table, gt_lengths, haploid_table, haploid_lengths,
-                    ds_table, ds_lengths, prob_table, prob_lengths):
-    """(text, ends): every record's sample columns GT:DS:GP and a newline
-    as ASCII bytes, record v ending at ends[v], from the alt probabilities
-    p1, p2 (V, S) of each call's haplotypes (haploid (V, S) bool: GT from
-    haploid_table, DS and GP from p1 alone). Records are measured, then
-    written, in parallel: each has its place before any is written."""
-    n_records, n_samples = p1.shape
+def _sample_columns(p1, p2, haploid, fields, gt_table, gt_lengths, numbers, number_lengths):
+    """(text, ends): every record's sample columns (`fields`: flags of the
+    FORMAT fields by code) and a newline as ASCII bytes, record v ending at
+    ends[v], from the alt probabilities p1, p2 (V, S) of each call's
+    haplotypes (haploid (V, S) bool: from p1 alone). Records are measured,
+    then written, in parallel: each has its place before any is written."""
+    n_records = p1.shape[0]
     lengths = np.empty(n_records, dtype=np.int64)
     for v in nb.prange(n_records):
-        lengths[v] = _record_length(p1, p2, haploid, v, gt_lengths, haploid_lengths, ds_lengths,
-                                    prob_lengths)
+        lengths[v] = _record_length(p1, p2, haploid, v, fields, gt_lengths, number_lengths)
     ends = np.cumsum(lengths)
     out = np.empty(ends[-1] if n_records else 0, dtype=np.uint8)
     for v in nb.prange(n_records):
-        at = ends[v] - lengths[v]
-        for s in range(n_samples):
-            if s:
-                out[at] = 9  # tab
-                at += 1
-            gt, ds, gp0, gp1, gp2 = _call_rows(p1[v, s], p2[v, s], haploid[v, s])
-            if haploid[v, s]:
-                at = _copy_entry(out, at, haploid_table, haploid_lengths, gt)
-            else:
-                at = _copy_entry(out, at, gt_table, gt_lengths, gt)
-            out[at] = 58  # colon
-            at = _copy_entry(out, at + 1, ds_table, ds_lengths, ds)
-            out[at] = 58
-            at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp0)
-            out[at] = 44  # comma
-            at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp1)
-            if not haploid[v, s]:
-                out[at] = 44
-                at = _copy_entry(out, at + 1, prob_table, prob_lengths, gp2)
-        out[at] = 10  # newline
+        _put_record(out, ends[v] - lengths[v], p1, p2, haploid, v, fields, gt_table, gt_lengths, numbers,
+                    number_lengths)
     return out, ends
 
 
@@ -192,18 +272,19 @@ class ColumnText:
         return cls(_side_by_side(np.concatenate([p.text for p in parts]), starts, lengths, ends), ends)
 
 
-def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None) -> ColumnText:
-    """Every record's sample columns GT:DS:GP from per-haplotype alt
-    probabilities (V, S); where `haploid` (V, S) is set, a haploid call from
-    p1 alone (GT 0 or 1, DS = p1, GP = (1 - p1, p1)) and p2 is ignored.
+def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None = None,
+                     fields: FormatFields = FormatFields()) -> ColumnText:
+    """Every record's sample columns (`fields`, GT:DS:GP by default) from
+    per-haplotype alt probabilities (V, S); where `haploid` (V, S) is set, a
+    haploid call from p1 alone (GT 0 or 1, DS = p1, GP = (1 - p1, p1), HDS =
+    p1) and p2 is ignored.
 
     Each value is a row of a table of pre-formatted numbers (three
     decimals), copied into one byte buffer in compiled code, with no Python
     string operation per call."""
     p1, p2 = np.ascontiguousarray(p1), np.ascontiguousarray(p2)
     haploid = np.zeros(p1.shape, dtype=bool) if haploid is None else np.ascontiguousarray(haploid, dtype=bool)
-    text, ends = _sample_columns(p1, p2, haploid, _GT, _GT_LENGTHS,
-                                 _HAPLOID_GT, _HAPLOID_GT_LENGTHS, _DS, _DS_LENGTHS, _PROB, _PROB_LENGTHS)
+    text, ends = _sample_columns(p1, p2, haploid, fields.flags(), _GT, _GT_LENGTHS, _NUMBERS, _NUMBER_LENGTHS)
     return ColumnText(text, ends)
 
 
@@ -270,14 +351,11 @@ class DosageSums:
         return np.clip(r2, 0.0, 1.0)
 
 
-HEADER_LINES = [
+INFO_LINES = [
     '##INFO=<ID=AF,Number=A,Type=Float,Description="Estimated alternate allele frequency">',
     '##INFO=<ID=DR2,Number=A,Type=Float,Description="Estimated dosage r-squared: variance of haplotype dosages / (AF*(1-AF))">',
     '##INFO=<ID=IMP,Number=0,Type=Flag,Description="Imputed marker">',
     '##INFO=<ID=IMPMISS,Number=1,Type=Integer,Description="Missing calls of this typed marker filled in by imputation">',
-    '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
-    '##FORMAT=<ID=DS,Number=A,Type=Float,Description="Estimated alternate allele dosage">',
-    '##FORMAT=<ID=GP,Number=G,Type=Float,Description="Estimated genotype probabilities">',
 ]
 
 
@@ -324,10 +402,10 @@ class VcfWriter:
         self.index = TabixIndex()
         return self
 
-    def write_header(self, samples: list, contigs: list, meta: dict) -> None:
+    def write_header(self, samples: list, contigs: list, meta: dict, fields: FormatFields = FormatFields()) -> None:
         lines = ["##fileformat=VCFv4.2", f"##fileDate={time.strftime('%Y%m%d')}"]
         lines += [f"##{key}={value}" for key, value in meta.items()]
-        lines += HEADER_LINES
+        lines += INFO_LINES + fields.header_lines()
         lines += [f"##contig=<ID={c}>" for c in contigs]
         lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples]))
         self._write(lines)
