@@ -5,6 +5,7 @@ haplotypes, which would hand them their truth."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import numpy as np
 
 from genimpute.io.tsv import report_rows
 from genimpute.panel import Alignment, ReferencePanel
+
+log = logging.getLogger(__name__)
 
 
 # A target sample whose genotypes agree with a panel sample's at this share
@@ -143,3 +146,30 @@ def _typed_span(panel: ReferencePanel, aln: Alignment) -> int:
     contig = panel.contig_index[aln.panel_rows]
     positions = panel.positions[aln.panel_rows].astype(np.int64)
     return int(sum(positions[contig == c].max() - positions[contig == c].min() for c in np.unique(contig)))
+
+
+def report_samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list, audit) -> PanelMatches:
+    """The target samples found in the panel, whose own haplotypes would hand
+    them their truth (they are left out of their context), logged; with
+    `audit`, each sample's decision goes to its samples file."""
+    matches = samples_in_panel(panel, aln, target_samples)
+    in_panel = matches.in_panel
+    shared = [f"{target_samples[s]} (= panel {panel.samples[p]})" for s, p in enumerate(in_panel) if p >= 0]
+    if shared:
+        log.warning("%d target samples are in the reference panel: %s; their own panel haplotypes are left out of "
+                    "their context", len(shared), _first_few(shared))
+    possible = [f"{target_samples[s]} (~ panel {panel.samples[matches.closest[s]]})"
+                for s in np.nonzero(matches.possible_duplicates)[0]]
+    if possible:
+        log.warning("%d target samples have the genotypes of a panel sample at >= %.0f%% of the typed sites where "
+                    "either carries an alt allele: %s; over %.1f Mb of typed sites (less than %d Mb) a relative "
+                    "sharing the region agrees as well, so they are kept as templates", len(possible),
+                    100 * IDENTITY_CONCORDANCE, _first_few(possible), matches.span_bp / 1e6,
+                    MIN_IDENTITY_SPAN_BP // 1_000_000)
+    if audit is not None:
+        write_sample_audit(sample_audit_path(audit), matches, panel.samples, target_samples)
+    return matches
+
+
+def _first_few(names: list) -> str:
+    return ", ".join(names[:5]) + (" ..." if len(names) > 5 else "")

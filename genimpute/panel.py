@@ -15,7 +15,7 @@ from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, centimorgans, read_map
-from genimpute.io.vcf_reader import ABSENT, PanelData, TargetData, read_panel
+from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +223,18 @@ class Alignment:
     def haploid(self) -> np.ndarray:
         """(T, S) bool: the sample's call at the matched record is haploid."""
         return self.haplotypes[:, 1::2] == ABSENT
+
+    def typed_records(self, n_panel_records: int) -> np.ndarray:
+        """(M,) bool: the panel records the target types."""
+        typed = np.zeros(n_panel_records, dtype=bool)
+        typed[self.panel_rows] = True
+        return typed
+
+    def records_with_missing_calls(self, n_panel_records: int) -> np.ndarray:
+        """(M,) bool: the panel records typed by the target where some call is missing."""
+        has_missing = np.zeros(n_panel_records, dtype=bool)
+        has_missing[self.panel_rows[(self.haplotypes == MISSING).any(axis=1)]] = True
+        return has_missing
 
 
 # shares of the target's records at which alignment stops, as a sign of a

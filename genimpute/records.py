@@ -1,0 +1,312 @@
+"""The output records of an imputation, in order: each contig's panel
+records (typed and imputed) and the target's records the panel lacks,
+passed through; each batch of target samples formatted on its own, their
+columns joined record by record (genimpute.io.spool), and the INFO of the
+whole cohort."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+from tqdm import tqdm
+
+from genimpute.io.contigs import normalise_contig
+from genimpute.io.spool import ColumnSpool
+from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData
+from genimpute.io.vcf_writer import ColumnText, DosageSums, FormatFields, VcfWriter, genotype_columns
+from genimpute.panel import Alignment, ReferencePanel
+
+log = logging.getLogger(__name__)
+
+# kinds of output record
+_TYPED, _IMPUTED, _PASSED = 0, 1, 2
+
+
+@dataclass
+class Contig:
+    key: str
+    name: str  # as the target writes it
+    panel_index: int | None  # None when the panel lacks this contig
+
+
+@dataclass
+@dataclass(frozen=True)
+class _Chunk:
+    """A run of output records formatted together: panel records (typed and
+    imputed) or passed-through target records, never both."""
+
+    rows: np.ndarray  # (E,) panel records, or target records if passed
+    typed: np.ndarray | None  # (E,) bool of panel records; None for passed-through target records
+
+    @property
+    def passed(self) -> bool:
+        return self.typed is None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A chunk's output for one batch of samples: their columns and their
+    share of the INFO sums (None for passed-through records)."""
+
+    columns: ColumnText | None  # None once spooled
+    sums: DosageSums | None = None
+    missing_calls: np.ndarray | None = None  # (E,) typed calls without a call in the target, filled in
+
+    def __add__(self, other: _Part) -> _Part:
+        """The INFO sums of both; the columns of neither (they are spooled)."""
+        if self.sums is None:
+            return self
+        return _Part(self.columns, self.sums + other.sums, self.missing_calls + other.missing_calls)
+
+
+# about this many calls are formatted at once, whatever the cohort size
+_CALLS_PER_CHUNK = 1_000_000
+
+
+def _chunks(events: list, n_samples: int) -> list[_Chunk]:
+    """The events in runs of panel and of passed-through records, each of at most _CALLS_PER_CHUNK calls."""
+    limit = max(1, _CALLS_PER_CHUNK // max(1, n_samples))
+    chunks, start = [], 0
+    while start < len(events):
+        passed = events[start][1] == _PASSED
+        end = start + 1
+        while end < len(events) and end - start < limit and (events[end][1] == _PASSED) == passed:
+            end += 1
+        run = events[start:end]
+        rows = np.array([e[2] for e in run], dtype=np.int64)
+        chunks.append(_Chunk(rows, None if passed else np.array([e[1] == _TYPED for e in run])))
+        start = end
+    return chunks
+
+
+class _RecordFormatter:
+    """Builds the output of chunks of records for one batch of target
+    samples. `filled`: P(alt) of every target haplotype at typed records
+    with missing calls, by panel record; `fields`: the FORMAT of panel records."""
+
+    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict, samples: slice,
+                 fields: FormatFields):
+        self.panel, self.target, self.aln, self.filled, self.fields = panel, target, aln, filled, fields
+        self.haplotypes = slice(2 * samples.start, 2 * samples.stop)
+        haploid = aln.haploid()[:, samples]
+        self.haploid = haploid.copy() if haploid.any() else None  # a view would keep every sample's alive
+        self.typed_positions = panel.positions[aln.panel_rows]
+        self.typed_contigs = panel.contig_index[aln.panel_rows]
+
+    def part(self, chunk: _Chunk, probs: np.ndarray | None, index_of_row: dict) -> _Part:
+        """The batch's output for `chunk`; probs (U, 2B) P(alt) at untyped
+        records, the row of each in index_of_row."""
+        return self._passed(chunk.rows) if chunk.passed else self._panel_records(chunk, probs, index_of_row)
+
+    def _panel_records(self, chunk: _Chunk, probs, index_of_row: dict) -> _Part:
+        rows, typed = chunk.rows, chunk.typed
+        n_haplotypes = self.haplotypes.stop - self.haplotypes.start
+        p = np.empty((len(rows), n_haplotypes), dtype=np.float32)
+        haploid = np.zeros((len(rows), n_haplotypes // 2), dtype=bool)
+        n_missing = np.zeros(len(rows), dtype=np.int64)
+        if typed.any():
+            alleles = self.aln.alleles_at(rows[typed])[:, self.haplotypes]  # (V, 2B)
+            calls = alleles.astype(np.float32)
+            missing = alleles == MISSING
+            for i in np.nonzero(missing.any(axis=1))[0]:
+                calls[i, missing[i]] = self.filled[rows[typed][i]][self.haplotypes][missing[i]]
+            p[typed], haploid[typed] = calls, alleles[:, 1::2] == ABSENT
+            n_missing[typed] = missing_calls(alleles)
+        if not typed.all():
+            p[~typed] = probs[[index_of_row[r] for r in rows[~typed].tolist()]]
+            near = self._haploid_near(rows[~typed])
+            if near is not None:
+                haploid[~typed] = near
+        present = None
+        if haploid.any():  # a haploid call has its first haplotype alone
+            present = np.ones(p.shape, dtype=bool)
+            present[:, 1::2] = ~haploid
+        return _Part(genotype_columns(p[:, 0::2], p[:, 1::2], haploid if present is not None else None, self.fields),
+                     DosageSums.of(p, present), n_missing)
+
+    def _haploid_near(self, rows: np.ndarray) -> np.ndarray | None:
+        """(V, B) ploidy of each sample at untyped records: as at the nearest
+        typed record of the contig (so chrX follows the pseudo-autosomal
+        boundaries of the target's own calls); None when every call is diploid."""
+        if self.haploid is None:
+            return None
+        right = np.clip(np.searchsorted(self.aln.panel_rows, rows), 0, len(self.aln.panel_rows) - 1)
+        left = np.clip(right - 1, 0, None)
+
+        def distance(i):
+            d = np.abs(self.typed_positions[i] - self.panel.positions[rows]).astype(np.float64)
+            return np.where(self.typed_contigs[i] == self.panel.contig_index[rows], d, np.inf)
+
+        nearest = np.where(distance(left) <= distance(right), left, right)
+        return self.haploid[nearest]
+
+    def _passed(self, rows: np.ndarray) -> _Part:
+        t = self.target
+        alleles = t.alleles[rows][:, self.haplotypes]
+        text = np.where(alleles == MISSING, ".", alleles.astype(str)).astype(object)
+        separator = np.where(t.phased[rows], "|", "/").astype(object)[:, None]
+        columns = np.where(alleles[:, 1::2] == ABSENT, text[:, 0::2], text[:, 0::2] + separator + text[:, 1::2])
+        return _Part(ColumnText.from_rows(["\t".join(row) for row in columns.tolist()]))
+
+
+def _fixed_columns(panel: ReferencePanel, target: TargetData, chunk: _Chunk, contig_name: str) -> list:
+    """Per record of the chunk, [CHROM, POS, ID, REF, ALT]."""
+    if chunk.passed:
+        r = target.records
+        return [[r.contigs[i], str(r.positions[i]), r.ids[i], r.refs[i], r.alts[i]] for i in chunk.rows.tolist()]
+    return [[contig_name, str(panel.positions[i]), panel.ids[i], panel.refs[i], panel.alts[i]]
+            for i in chunk.rows.tolist()]
+
+
+def _info(chunk: _Chunk, total: _Part) -> list[str]:
+    """INFO of each record of the chunk from its sums over every sample."""
+    if chunk.passed:
+        return ["."] * len(chunk.rows)
+    af, r2 = total.sums.af(), total.sums.r2()
+    return [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") if typed else f"AF={a:.4g};DR2={d:.3f};IMP"
+            for a, d, n, typed in zip(af.tolist(), r2.tolist(), total.missing_calls.tolist(), chunk.typed.tolist())]
+
+
+def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
+                  index_of_row: dict, fixed) -> None:
+    """Write the records of `chunks`, each batch of samples formatted by
+    its formatter from probabilities(batch) (U, 2B) at untyped records (not
+    called when the chunks hold none); with several batches, their columns
+    wait in the spool until the last is done. fixed(chunk): the chunk's
+    records' fixed columns."""
+    wanted = any(not c.passed and not c.typed.all() for c in chunks)
+    totals: list = [None] * len(chunks)
+    for b, formatter in enumerate(formatters):
+        probs = probabilities(formatter.haplotypes) if wanted else None
+        for c, chunk in enumerate(chunks):
+            part = formatter.part(chunk, probs, index_of_row)
+            if spool is None:  # one batch: written at once
+                _write_chunk(writer, chunk, part, part.columns, fixed, formatter.fields)
+                continue
+            spool.put(part.columns)
+            part = dataclasses.replace(part, columns=None)
+            totals[c] = part if b == 0 else totals[c] + part
+        del probs  # before the next batch's are made
+    if spool is not None:
+        for c, columns in enumerate(spool.joined(len(formatters))):
+            _write_chunk(writer, chunks[c], totals[c], columns, fixed, formatters[0].fields)
+
+
+def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed,
+                 fields: FormatFields) -> None:
+    writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else str(fields), columns)
+
+
+def missing_calls(alleles: np.ndarray) -> np.ndarray:
+    """(V,) missing calls (samples with a missing allele) at each record of
+    alleles (V, 2S)."""
+    missing = alleles == MISSING
+    return (missing[:, 0::2] | missing[:, 1::2]).sum(axis=1)
+
+
+def contigs_in_target_order(panel: ReferencePanel, target: TargetData, aln: Alignment) -> list[Contig]:
+    covered = {panel.contig_key(c): c for c in aln.contigs}
+    contigs, seen = [], set()
+    for name in target.records.contigs:
+        key = normalise_contig(name)
+        if key not in seen:
+            seen.add(key)
+            contigs.append(Contig(key, name, covered.get(key)))
+    return contigs
+
+
+def _events(panel, target, aln, contig: Contig, typed_mask) -> list[tuple[int, int, int]]:
+    """(position, kind, row) of every output record on one contig, sorted;
+    panel records come before passed-through target records at a position."""
+    events = []
+    if contig.panel_index is not None:
+        rows = np.nonzero(panel.contig_index == contig.panel_index)[0]
+        events += [(int(panel.positions[r]), _TYPED if typed_mask[r] else _IMPUTED, int(r)) for r in rows]
+    events += [
+        (int(target.records.positions[r]), _PASSED, int(r))
+        for r in aln.unmatched_rows
+        if normalise_contig(target.records.contigs[r]) == contig.key
+    ]
+    events.sort(key=lambda e: (e[0], e[1] == _PASSED))
+    return events
+
+
+def sample_batches(n_samples: int, batch_samples: int) -> list[slice]:
+    """Consecutive batches of target samples, each imputed and formatted on
+    its own: the memory of a run is that of one batch, whatever the cohort."""
+    return [slice(start, min(n_samples, start + batch_samples)) for start in range(0, max(n_samples, 1), batch_samples)]
+
+
+class _Progress:
+    """A bar over the windows, and a log line every tenth of them for logs, where no bar is drawn."""
+
+    def __init__(self, n_windows: int, shown: bool, started: float):
+        self.bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not shown, file=sys.stderr)
+        self.n_windows, self.started, self.done = n_windows, started, 0
+        self.every = max(1, n_windows // 10)
+
+    def step(self) -> None:
+        self.done += 1
+        self.bar.update(1)
+        if self.done % self.every == 0:
+            log.info("imputed %d of %d windows in %.0f s", self.done, self.n_windows, time.monotonic() - self.started)
+
+
+class CohortRecords:
+    """Writes the output records of a run, the target samples in batches of
+    `batch_samples`: `filled`, P(alt) of every target haplotype at typed
+    records with missing calls, by panel record; `fields`, the FORMAT of
+    panel records."""
+
+    def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, typed_mask: np.ndarray,
+                 filled: dict, fields: FormatFields, batch_samples: int):
+        self.panel, self.target, self.aln, self.typed_mask = panel, target, aln, typed_mask
+        self.formatters = [_RecordFormatter(panel, target, aln, filled, batch, fields)
+                           for batch in sample_batches(len(target.samples), batch_samples)]
+        if len(self.formatters) > 1:
+            log.info("%d target samples in %d batches of up to %d", len(target.samples), len(self.formatters),
+                     batch_samples)
+
+    def write(self, writer: VcfWriter, contigs: list, region, in_region: np.ndarray, windows_by_contig: dict,
+              probabilities, progress: bool, started: float) -> int:
+        """Write every output record of `contigs` (within `region`; in_region
+        (M,) its panel records), window by window, each batch of samples
+        imputed by probabilities(window, haplotypes); return the number of
+        imputed records written."""
+        progress = _Progress(sum(len(w) for w in windows_by_contig.values()), progress, started)
+        spool = ColumnSpool(writer.path.parent) if len(self.formatters) > 1 else None
+        try:
+            return sum(self._write_contig(writer, spool, contig, region, in_region,
+                                          windows_by_contig.get(contig.key, []), probabilities, progress)
+                       for contig in contigs)
+        finally:
+            progress.bar.close()
+            if spool is not None:
+                spool.close()
+
+    def _write_contig(self, writer, spool, contig: Contig, region, in_region, windows: list, probabilities,
+                      progress: _Progress) -> int:
+        events = _events(self.panel, self.target, self.aln, contig, self.typed_mask)
+        if region is not None:
+            events = [e for e in events if region.contains(contig.key, e[0])]
+        position_of_event = {e[2]: i for i, e in enumerate(events) if e[1] != _PASSED}
+        fixed = partial(_fixed_columns, self.panel, self.target, contig_name=contig.name)
+        n_samples = len(self.target.samples)
+        done = n_imputed = 0
+        for window in windows:
+            predicted = window.predicted
+            written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
+            upto = position_of_event[int(written[-1])] + 1
+            _write_chunks(writer, spool, self.formatters, _chunks(events[done:upto], n_samples),
+                          partial(probabilities, window), {r: i for i, r in enumerate(predicted.tolist())}, fixed)
+            done = upto
+            n_imputed += len(written)
+            progress.step()
+        _write_chunks(writer, spool, self.formatters, _chunks(events[done:], n_samples), None, {}, fixed)
+        return n_imputed
