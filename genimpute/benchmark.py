@@ -114,6 +114,89 @@ def _genimpute(args: list) -> list:
     return [sys.executable, "-m", "genimpute", "-q", *args]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What every tool's run needs: the panel, the array, the masked truth
+    (the targets), where outputs and logs go, and genimpute's model (trained
+    into `model` first when `train`)."""
+
+    ref: str | Path
+    array: str | Path
+    targets: Path
+    out_dir: Path
+    threads: int
+    genetic_map: str | Path | None
+    model: str | Path | None
+    train: bool
+    train_args: list
+
+    @property
+    def logs(self) -> Path:
+        return self.out_dir / "logs"
+
+
+def _run_genimpute(plan: _Plan) -> tuple[list, Path]:
+    """(steps, output) of genimpute: train (unless given a model), then impute."""
+    with_map = [] if plan.genetic_map is None else ["--map", plan.genetic_map]  # genimpute gets the map Beagle gets
+    steps = []
+    if plan.train:
+        shutil.rmtree(plan.model, ignore_errors=True)
+        steps.append(run_timed("genimpute", "train", _genimpute(
+            ["train", "--ref", plan.ref, "--array", plan.array, "--out", plan.model, *with_map, *plan.train_args]),
+            plan.logs / "genimpute_train.log"))
+    output = plan.out_dir / "genimpute.vcf.gz"
+    steps.append(run_timed("genimpute", "impute", _genimpute(
+        ["impute", plan.targets, "--model", plan.model, *with_map, "--out", output, "--force"]),
+        plan.logs / "genimpute_impute.log"))
+    return steps, output
+
+
+def _run_beagle(plan: _Plan) -> tuple[list, Path]:
+    """(steps, output) of Beagle, its output tabix-indexed."""
+    cmd = ["beagle", f"ref={plan.ref}", f"gt={plan.targets}", f"out={plan.out_dir / 'beagle'}",
+           f"nthreads={plan.threads}"]
+    if plan.genetic_map is not None:
+        cmd.append(f"map={plan.genetic_map}")
+    step = run_timed("beagle", "impute", cmd, plan.logs / "beagle.log")
+    output = plan.out_dir / "beagle.vcf.gz"
+    pysam.tabix_index(str(output), preset="vcf", force=True)
+    return [step], output
+
+
+def _run_minimac4(plan: _Plan) -> tuple[list, Path]:
+    """(steps, output) of Minimac4: compress the panel to its own format, then impute."""
+    msav = plan.out_dir / "panel.msav"
+    compress = run_timed("minimac4", "compress reference", ["minimac4", "--compress-reference", plan.ref],
+                         plan.logs / "minimac4_compress.log", stdout_path=msav)
+    output = plan.out_dir / "minimac4.vcf.gz"
+    impute = run_timed("minimac4", "impute", ["minimac4", "-t", plan.threads, "-f", "GT,DS", "-O", "vcf.gz",
+                                              "-o", output, msav, plan.targets], plan.logs / "minimac4.log")
+    return [compress, impute], output
+
+
+# run, scored and listed in this order
+_RUNNERS = {"genimpute": _run_genimpute, "beagle": _run_beagle, "minimac4": _run_minimac4}
+
+
+def _check_inputs(out_dir: Path, force: bool, paths: list) -> None:
+    """Refuse to replace a report unless forced, and name a missing input
+    before anything runs."""
+    if (out_dir / "report.md").exists() and not force:
+        raise InputError(f"{out_dir} already holds a benchmark report; use --force to replace it")
+    for path in paths:
+        if path is not None and not Path(path).exists():
+            raise InputError(f"{path}: no such file or directory")
+
+
+def _timings(steps: list) -> pd.DataFrame:
+    """One row per step; when Beagle imputed, each step's wall time relative to Beagle's imputation too."""
+    timings = pd.DataFrame([vars(s) for s in steps])
+    imputations = timings[timings["step"] == "impute"].set_index("tool")["wall_s"]
+    if "beagle" in imputations:
+        timings["wall_vs_beagle_impute"] = (timings["wall_s"] / imputations["beagle"]).round(2)
+    return timings
+
+
 def run_benchmark(
     ref: str | Path,
     array: str | Path,
@@ -130,13 +213,8 @@ def run_benchmark(
     """Run every available tool on the masked truth and score them.
     Returns (evaluation, timings, inputs for the report)."""
     out_dir = Path(out_dir)
-    if (out_dir / "report.md").exists() and not force:
-        raise InputError(f"{out_dir} already holds a benchmark report; use --force to replace it")
-    for path in (ref, array, truth, genetic_map, samples, model):
-        if path is not None and not Path(path).exists():
-            raise InputError(f"{path}: no such file or directory")
-    logs = out_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    _check_inputs(out_dir, force, [ref, array, truth, genetic_map, samples, model])
+    (out_dir / "logs").mkdir(parents=True, exist_ok=True)
     threads = threads or os.cpu_count() or 1
     tools = available_tools(list(tools))
     if not tools:
@@ -145,39 +223,18 @@ def run_benchmark(
     targets = out_dir / "targets.vcf.gz"
     n_sites = mask_to_array(truth, array, targets)
     log.info("targets: %d truth records typed by the array -> %s", n_sites, targets)
+    train = "genimpute" in tools and model is None
+    plan = _Plan(ref, array, targets, out_dir, threads, genetic_map, out_dir / "model" if train else model, train,
+                 train_args)
     steps, outputs = [], {}
-    with_map = [] if genetic_map is None else ["--map", genetic_map]  # genimpute gets the map Beagle gets
-    if "genimpute" in tools:
-        if model is None:
-            model = out_dir / "model"
-            shutil.rmtree(model, ignore_errors=True)
-            steps.append(run_timed("genimpute", "train", _genimpute(
-                ["train", "--ref", ref, "--array", array, "--out", model, *with_map, *train_args]),
-                logs / "genimpute_train.log"))
-        outputs["genimpute"] = out_dir / "genimpute.vcf.gz"
-        steps.append(run_timed("genimpute", "impute", _genimpute(
-            ["impute", targets, "--model", model, *with_map, "--out", outputs["genimpute"], "--force"]),
-            logs / "genimpute_impute.log"))
-    if "beagle" in tools:
-        cmd = ["beagle", f"ref={ref}", f"gt={targets}", f"out={out_dir / 'beagle'}", f"nthreads={threads}"]
-        if genetic_map is not None:
-            cmd.append(f"map={genetic_map}")
-        steps.append(run_timed("beagle", "impute", cmd, logs / "beagle.log"))
-        outputs["beagle"] = out_dir / "beagle.vcf.gz"
-        pysam.tabix_index(str(outputs["beagle"]), preset="vcf", force=True)
-    if "minimac4" in tools:
-        msav = out_dir / "panel.msav"
-        steps.append(run_timed("minimac4", "compress reference", ["minimac4", "--compress-reference", ref],
-                               logs / "minimac4_compress.log", stdout_path=msav))
-        outputs["minimac4"] = out_dir / "minimac4.vcf.gz"
-        steps.append(run_timed("minimac4", "impute", ["minimac4", "-t", threads, "-f", "GT,DS", "-O", "vcf.gz",
-                                                       "-o", outputs["minimac4"], msav, targets], logs / "minimac4.log"))
+    for tool, runner in _RUNNERS.items():
+        if tool in tools:
+            tool_steps, outputs[tool] = runner(plan)
+            steps += tool_steps
 
     evaluation = evaluate(truth, list(outputs.values()), list(outputs), ref, samples)
-    timings = pd.DataFrame([vars(s) for s in steps])
-    imputations = timings[timings["step"] == "impute"].set_index("tool")["wall_s"]
-    if "beagle" in imputations:
-        timings["wall_vs_beagle_impute"] = (timings["wall_s"] / imputations["beagle"]).round(2)
-    inputs = {"reference panel": ref, "array": array, "truth": truth, "targets (truth at array sites)": f"{targets} ({n_sites} records)",
-              "genimpute model": model, "threads": threads, **{f"{tool} output": path for tool, path in outputs.items()}}
+    timings = _timings(steps)
+    inputs = {"reference panel": ref, "array": array, "truth": truth,
+              "targets (truth at array sites)": f"{targets} ({n_sites} records)", "genimpute model": plan.model,
+              "threads": threads, **{f"{tool} output": path for tool, path in outputs.items()}}
     return evaluation, timings, {k: str(v) for k, v in inputs.items() if v is not None}

@@ -37,6 +37,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ from genimpute.config import PHASERS
 from genimpute.errors import InputError
 from genimpute.io.genetic_map import read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
+from genimpute.io.vcf_writer import FORMAT_LINES
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,16 @@ def find_phaser(requested: str = "auto") -> str:
 
 
 # --- phasing ----------------------------------------------------------------
+@dataclass(frozen=True)
+class _Records:
+    """The T records of one contig handed to the phaser."""
+
+    contig: str
+    positions: np.ndarray  # (T,) int64
+    refs: list
+    alts: list
+
+
 def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: str, positions: np.ndarray,
                      refs: list, alts: list, samples: list, ref_samples: list, threads: int | None = None,
                      genetic_map: str | None = None) -> np.ndarray:
@@ -101,8 +113,7 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: 
     ref_haps = np.asarray(ref_haps)
     positions = np.asarray(positions, dtype=np.int64)
     _check_arrays(haps, ref_haps, positions, refs, alts, samples, ref_samples)
-    first, second = haps[:, 0::2], haps[:, 1::2]
-    het = (first >= 0) & (second >= 0) & (first != second)
+    het = _heterozygous(haps)
     if not (het.sum(axis=0) >= 2).any():
         # a sample's phase is only defined relative to its other heterozygous
         # calls: with fewer than two, every order is as good as the phaser's
@@ -111,33 +122,53 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: 
     threads = threads or _cpu_count()
     ref_names = _vcf_names(ref_samples, "ref_", set())
     target_names = _vcf_names(samples, "target_", set(ref_names))
+    records = _Records(contig, positions, refs, alts)
+    phased = _run_phaser(tool, records, haps, target_names, ref_haps, ref_names, threads, genetic_map)
+    return _take_phase(tool, records, haps, het, phased)
 
+
+def _heterozygous(haps: np.ndarray) -> np.ndarray:
+    """(T, S) bool: the call has two different alleles, neither missing nor absent."""
+    first, second = haps[:, 0::2], haps[:, 1::2]
+    return (first >= 0) & (second >= 0) & (first != second)
+
+
+def _run_phaser(tool: str, records: _Records, haps: np.ndarray, names: list, ref_haps: np.ndarray,
+                ref_names: list, threads: int, genetic_map: str | None) -> np.ndarray:
+    """(T, 2S) int8 alleles of the phaser's output for the target samples
+    `names`. Its input files live in a temporary directory, removed once its
+    output has been read."""
     with tempfile.TemporaryDirectory(prefix="genimpute_phase_") as tmp:
         tmp = Path(tmp)
         ref_vcf, gt_vcf, out_prefix = tmp / "ref.vcf.gz", tmp / "gt.vcf.gz", tmp / "phased"
-        _write_vcf(ref_vcf, contig, positions, refs, alts, ref_names, ref_haps, phased=True)
-        _write_vcf(gt_vcf, contig, positions, refs, alts, target_names, haps, phased=False)
+        _write_vcf(ref_vcf, records, ref_names, ref_haps, phased=True)
+        _write_vcf(gt_vcf, records, names, haps, phased=False)
         map_path = None
         if genetic_map is not None:
-            map_path = _write_map(tool, genetic_map, contig, tmp / "genetic.map")
+            map_path = _write_map(tool, genetic_map, records.contig, tmp / "genetic.map")
         if tool == "shapeit4":  # reads through htslib's indexed readers; Beagle streams
             import pysam
 
             for path in (ref_vcf, gt_vcf):
                 pysam.tabix_index(str(path), preset="vcf", force=True)
-        cmd, out = _command(tool, ref_vcf, gt_vcf, out_prefix, contig, threads, map_path)
+        cmd, out = _command(tool, ref_vcf, gt_vcf, out_prefix, records.contig, threads, map_path)
         _run(tool, cmd, out, tmp / "phaser.log")
-        phased = _read_phased(tool, out, target_names, contig, positions)
+        return _read_phased(tool, out, names, records.contig, records.positions)
 
-    valid = het & (phased[:, 0::2] >= 0) & (phased[:, 1::2] >= 0) & (phased[:, 0::2] != phased[:, 1::2])
+
+def _take_phase(tool: str, records: _Records, haps: np.ndarray, het: np.ndarray, phased: np.ndarray) -> np.ndarray:
+    """haps with each heterozygous call (het) in the phaser's order, where
+    the phaser gave it back heterozygous; every other cell as given."""
+    first, second = haps[:, 0::2], haps[:, 1::2]
+    valid = het & _heterozygous(phased)
     if (het & ~valid).any():
         log.warning("%s changed %d of %d heterozygous calls on %s into other genotypes; those are kept as given",
-                    tool, int((het & ~valid).sum()), int(het.sum()), contig)
+                    tool, int((het & ~valid).sum()), int(het.sum()), records.contig)
     result = haps.astype(np.int8, copy=True)
     result[:, 0::2] = np.where(valid, phased[:, 0::2], first)
     result[:, 1::2] = np.where(valid, phased[:, 1::2], second)
     log.info("phased %d heterozygous calls of %d samples at %d records on %s with %s",
-             int(valid.sum()), len(samples), len(positions), contig, tool)
+             int(valid.sum()), het.shape[1], len(records.positions), records.contig, tool)
     return result
 
 
@@ -194,11 +225,12 @@ _ALLELE_CHAR = np.frombuffer(b".01", dtype=np.uint8)  # indexed by allele code +
 _TAB, _NEWLINE, _PAD = ord("\t"), ord("\n"), 0
 
 
-def _genotype_cells(haps: np.ndarray, phased: bool) -> np.ndarray:
+def _genotype_cells(haps: np.ndarray, phased: bool, mixed: np.ndarray) -> np.ndarray:
     """(n, S, 4) uint8 text of each call followed by its separator: `a|b`
     (or `a/b`), `.` for a missing allele, a haploid call as the single allele
     padded with zero bytes for the writer to drop; a haploid call of a sample
-    that also has diploid calls as a homozygous diploid one (`a/a`, `./.`)."""
+    with haploid and diploid calls on the contig (`mixed`, (S,) bool) as a
+    homozygous diploid one (`a/a`, `./.`)."""
     first, second = haps[:, 0::2].astype(np.int16), haps[:, 1::2].astype(np.int16)
     haploid = second == ABSENT
     cells = np.empty(first.shape + (4,), dtype=np.uint8)
@@ -207,7 +239,7 @@ def _genotype_cells(haps: np.ndarray, phased: bool) -> np.ndarray:
     cells[..., 2] = _ALLELE_CHAR[np.where(haploid, first, second) + 1]
     cells[..., 3] = _TAB
     cells[:, -1, 3] = _NEWLINE
-    cells[haploid & ~_mixed_ploidy(haps)[None, :], 1:3] = _PAD
+    cells[haploid & ~mixed[None, :], 1:3] = _PAD
     return cells
 
 
@@ -217,25 +249,30 @@ def _mixed_ploidy(haps: np.ndarray) -> np.ndarray:
     return haploid.any(axis=0) & ~haploid.all(axis=0)
 
 
-def _write_vcf(path: Path, contig: str, positions: np.ndarray, refs: list, alts: list, names: list,
-               haps: np.ndarray, phased: bool) -> None:
+def _vcf_header(contig: str, names: list) -> bytes:
+    """The header of a GT-only VCF of one contig and samples `names`."""
+    return ("\n".join([
+        "##fileformat=VCFv4.2",
+        f"##contig=<ID={contig}>",
+        FORMAT_LINES["GT"],
+        "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names]),
+    ]) + "\n").encode()
+
+
+def _write_vcf(path: Path, records: _Records, names: list, haps: np.ndarray, phased: bool) -> None:
     """A bgzipped VCF of the records with GT only; record i has ID `r<i>`,
     by which the phaser's output is matched back."""
     import pysam
 
-    header = "\n".join([
-        "##fileformat=VCFv4.2",
-        f"##contig=<ID={contig}>",
-        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
-        "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names]),
-    ]) + "\n"
+    contig, positions, refs, alts = records.contig, records.positions, records.refs, records.alts
     padded = (haps[:, 1::2] == ABSENT).any() if not phased else False
     rows_per_chunk = max(1, _CHUNK_BYTES // (2 * haps.shape[1] + 1))
+    mixed = _mixed_ploidy(haps)  # of the whole contig: a sample's ploidy must not change from block to block
     with pysam.BGZFile(str(path), "wb") as handle:
-        handle.write(header.encode())
+        handle.write(_vcf_header(contig, names))
         for start in range(0, len(positions), rows_per_chunk):
             stop = min(start + rows_per_chunk, len(positions))
-            cells = _genotype_cells(haps[start:stop], phased).reshape(stop - start, -1)
+            cells = _genotype_cells(haps[start:stop], phased, mixed).reshape(stop - start, -1)
             parts = []
             for i, row in enumerate(cells, start):
                 parts.append(f"{contig}\t{positions[i]}\tr{i}\t{refs[i]}\t{alts[i]}\t.\t.\t.\tGT\t".encode())
