@@ -46,7 +46,7 @@ from genimpute.config import PHASERS
 from genimpute.errors import InputError
 from genimpute.io.genetic_map import read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
-from genimpute.io.vcf_writer import FORMAT_LINES
+from genimpute.io.vcf_writer import COLUMNS, FILE_FORMAT, FORMAT_LINES
 
 log = logging.getLogger(__name__)
 
@@ -252,10 +252,10 @@ def _mixed_ploidy(haps: np.ndarray) -> np.ndarray:
 def _vcf_header(contig: str, names: list) -> bytes:
     """The header of a GT-only VCF of one contig and samples `names`."""
     return ("\n".join([
-        "##fileformat=VCFv4.2",
+        FILE_FORMAT,
         f"##contig=<ID={contig}>",
         FORMAT_LINES["GT"],
-        "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names]),
+        "\t".join([*COLUMNS, *names]),
     ]) + "\n").encode()
 
 

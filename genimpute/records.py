@@ -19,7 +19,7 @@ from tqdm import tqdm
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.spool import ColumnSpool
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData
-from genimpute.io.vcf_writer import ColumnText, DosageSums, FormatFields, VcfWriter, genotype_columns
+from genimpute.io.vcf_writer import ColumnText, DosageSums, FormatFields, VcfWriter, genotype_columns, info_values
 from genimpute.panel import Alignment, ReferencePanel
 
 log = logging.getLogger(__name__)
@@ -168,9 +168,7 @@ def _info(chunk: _Chunk, total: _Part) -> list[str]:
     """INFO of each record of the chunk from its sums over every sample."""
     if chunk.passed:
         return ["."] * len(chunk.rows)
-    af, r2 = total.sums.af(), total.sums.r2()
-    return [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") if typed else f"AF={a:.4g};DR2={d:.3f};IMP"
-            for a, d, n, typed in zip(af.tolist(), r2.tolist(), total.missing_calls.tolist(), chunk.typed.tolist())]
+    return info_values(total.sums.af(), total.sums.r2(), total.missing_calls, chunk.typed)
 
 
 def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,

@@ -351,6 +351,18 @@ class DosageSums:
         return np.clip(r2, 0.0, 1.0)
 
 
+FILE_FORMAT = "##fileformat=VCFv4.2"
+COLUMNS = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT"]  # then one per sample
+
+
+def info_values(af: np.ndarray, r2: np.ndarray, missing_calls: np.ndarray, typed: np.ndarray) -> list[str]:
+    """INFO of panel records (V,): `AF` (and `IMPMISS`, the missing calls
+    filled in, where there are some) at typed records, `AF;DR2;IMP` at
+    imputed ones."""
+    return [f"AF={a:.4g}" + (f";IMPMISS={n}" if n else "") if t else f"AF={a:.4g};DR2={d:.3f};IMP"
+            for a, d, n, t in zip(af.tolist(), r2.tolist(), missing_calls.tolist(), typed.tolist())]
+
+
 INFO_LINES = [
     '##INFO=<ID=AF,Number=A,Type=Float,Description="Estimated alternate allele frequency">',
     '##INFO=<ID=DR2,Number=A,Type=Float,Description="Estimated dosage r-squared: variance of haplotype dosages / (AF*(1-AF))">',
@@ -403,11 +415,11 @@ class VcfWriter:
         return self
 
     def write_header(self, samples: list, contigs: list, meta: dict, fields: FormatFields = FormatFields()) -> None:
-        lines = ["##fileformat=VCFv4.2", f"##fileDate={time.strftime('%Y%m%d')}"]
+        lines = [FILE_FORMAT, f"##fileDate={time.strftime('%Y%m%d')}"]
         lines += [f"##{key}={value}" for key, value in meta.items()]
         lines += INFO_LINES + fields.header_lines()
         lines += [f"##contig=<ID={c}>" for c in contigs]
-        lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *samples]))
+        lines.append("\t".join([*COLUMNS, *samples]))
         self._write(lines)
 
     def write_records(self, fixed: list, info: list, fmt: str, columns: ColumnText) -> None:
