@@ -3,7 +3,9 @@
 # times under new names) against the 4,000-sample panel, next to the first
 # 1,000 of them: genimpute's wall time, peak RSS and time per target, and the
 # ratio of the two runs' peak memory (goal: within 1.2x); Beagle 5.4 on the
-# same files for scale. Median of ROUNDS runs; one tool at a time.
+# same files. Each tool writes the same FORMAT fields as the other: genimpute's
+# default GT:DS:GP beside Beagle's gp=true, and genimpute's --format GT:DS
+# beside Beagle's default GT:DS. Median of ROUNDS runs; one tool at a time.
 #
 #   bash benchmarks/cohort_memory.sh SCALE_DIR [out dir]   (default benchmarks/out/cohort)
 #
@@ -34,13 +36,19 @@ fi
 kept convert || timed convert genimpute panel "$scale/panel.4000.vcf.gz" --map "$scale/const.map" --out panel.gpanel --force
 for n in 1000 10020; do
   echo "$n targets, 4,000-sample panel:"
-  median_of "genimpute.$n" genimpute -q impute "targets.$n.vcf.gz" --ref panel.gpanel --out "genimpute.$n.vcf.gz" --force
-  median_of "beagle.$n" beagle ref="$scale/panel.4000.vcf.gz" gt="targets.$n.vcf.gz" map="$scale/const.map" \
-    out="beagle.$n" nthreads=2
-  for tool in genimpute beagle; do
-    read -r wall _ < "$tool.$n.time"
-    printf '  %-10s %.2f ms per target\n' "$tool" "$(echo "1000 * $wall / $n" | bc -l)"
+  for fields in GT:DS:GP GT:DS; do
+    name=genimpute.$n.${fields//:/_}
+    gp=$([[ $fields == *GP ]] && echo true || echo false)
+    median_of "$name" genimpute -q impute "targets.$n.vcf.gz" --ref panel.gpanel --format "$fields" \
+      --out "$name.vcf.gz" --force
+    median_of "beagle.$n.gp_$gp" beagle ref="$scale/panel.4000.vcf.gz" gt="targets.$n.vcf.gz" \
+      map="$scale/const.map" out="beagle.$n.gp_$gp" nthreads=2 gp="$gp"
+    ratio "$name" "beagle.$n.gp_$gp"
+    for run in "$name" "beagle.$n.gp_$gp"; do
+      read -r wall _ < "$run.time"
+      printf '  %-28s %.2f ms per target\n' "$run" "$(echo "1000 * $wall / $n" | bc -l)"
+    done
   done
 done
-read -r _ small < genimpute.1000.time; read -r _ large < genimpute.10020.time
+read -r _ small < genimpute.1000.GT_DS_GP.time; read -r _ large < genimpute.10020.GT_DS_GP.time
 printf 'genimpute peak RSS, 10,020 targets / 1,000: %.2fx (goal: at most 1.2x)\n' "$(echo "$large / $small" | bc -l)"
