@@ -15,10 +15,11 @@ import time
 
 import torch
 
+from genimpute.heldout import Validator
 from genimpute.io.array_list import read_array_list
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import array_typed_mask
-from genimpute.train import TrainingSet, Validator
+from genimpute.training_set import TrainingSet
 
 
 def main(model_dir: str, array: str, ks: str) -> None:

@@ -26,7 +26,7 @@ import numpy as np
 from cyvcf2 import VCF
 
 from genimpute.evaluate import BIN_LABELS, maf_bin
-from genimpute.train import pooled_r2
+from genimpute.metrics import pooled_r2
 
 
 _COPYING = """

@@ -22,7 +22,7 @@ from cyvcf2 import VCF
 from validation_by_maf import by_bin, held_out_imputation
 
 from genimpute.evaluate import BIN_LABELS
-from genimpute.train import pooled_r2
+from genimpute.metrics import pooled_r2
 
 
 def beagle_dosages(run: dict, panel_vcf: str, genetic_map: str, out: Path) -> np.ndarray:

@@ -20,10 +20,11 @@ import torch
 
 from genimpute.evaluate import BIN_LABELS, maf_bin
 from genimpute.io.array_list import read_array_list
+from genimpute.metrics import pooled_r2
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import array_typed_mask
 from genimpute.predict import window_probabilities
-from genimpute.train import TrainingSet, pooled_r2
+from genimpute.training_set import TrainingSet
 from genimpute.windows import plan_windows
 
 

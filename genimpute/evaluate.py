@@ -27,6 +27,7 @@ import pandas as pd
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import open_vcf
+from genimpute.metrics import r2_from_sums
 
 log = logging.getLogger(__name__)
 
@@ -107,19 +108,6 @@ def read_populations(path: str | Path) -> dict:
         raise InputError(f"{path}: expected tab-separated columns 'sample' and 'population'; "
                          f"found {', '.join(table.columns)}")
     return dict(zip(table["sample"], table["population"]))
-
-
-def r2_from_sums(sums: np.ndarray) -> np.ndarray:
-    """Squared correlation from (..., >=6) running sums (n, x, y, xx, yy, xy).
-    nan where the truth does not vary (r2 undefined); 0 where the dosage
-    does not vary but the truth does."""
-    n, sx, sy, sxx, syy, sxy = (sums[..., i] for i in range(6))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cov = sxy - sx * sy / n
-        vx, vy = sxx - sx * sx / n, syy - sy * sy / n
-        r2 = cov * cov / (vx * vy)
-    r2 = np.where(vx > 1e-9, r2, 0.0)
-    return np.where((n > 1) & (vy > 1e-9), r2, np.nan)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import numpy as np
 
 from genimpute.config import WindowConfig
 from genimpute.errors import InputError
+from genimpute.metrics import pooled_r2
 from genimpute.panel import Alignment, ReferencePanel
 from genimpute.windows import Window, plan_windows
 
@@ -79,9 +80,9 @@ def score(predictions, fraction: float, seed: int, masked_sites: int) -> Validat
         dosages.append((probs[:, 0::2] + probs[:, 1::2])[called])
         best_guesses.append(((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))[called])  # as the output GT
         observed.append((truth[:, 0::2] + truth[:, 1::2])[called].astype(np.float64))
-    x, y = np.concatenate(dosages).ravel(), np.concatenate(observed).ravel()
-    r2 = float(np.corrcoef(x, y)[0, 1] ** 2) if x.std() > 0 and y.std() > 0 else float("nan")
-    concordance = float((np.concatenate(best_guesses).ravel() == y).mean())
+    observed_counts = np.concatenate(observed)  # (called genotypes,)
+    r2 = pooled_r2(np.concatenate(dosages), observed_counts)
+    concordance = float((np.concatenate(best_guesses) == observed_counts).mean())
     return ValidationResult(fraction, seed, masked_sites, r2, concordance)
 
 

@@ -6,7 +6,7 @@ from paths import ARRAY, DATA, PANEL
 
 from genimpute.io.array_list import read_array_list
 from genimpute.panel import ReferencePanel, array_typed_mask
-from genimpute.train import TrainingSet
+from genimpute.training_set import TrainingSet
 
 
 def pytest_addoption(parser):

@@ -13,6 +13,7 @@ from tools import run_tool
 
 from genimpute.errors import InputError
 from genimpute.evaluate import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
+from genimpute.metrics import pooled_r2, r2_from_sums
 
 HEADER_META = [
     "##fileformat=VCFv4.2",
@@ -518,3 +519,16 @@ def test_real_tool_outputs_are_read_as_they_come(name, include, field):
     assert r2 > 0.9
     assert set(result.calibration["field"]) == {field}
     assert result.calibration["variants"].sum() == varying  # true r2 is undefined where the truth does not vary
+
+
+def test_r2_from_cells_and_from_sums_agree_where_both_vary():
+    rng = np.random.default_rng(0)
+    dosage, truth = rng.random((50, 6)) * 2, rng.integers(0, 3, (50, 6)).astype(float)
+    sums = np.array([dosage.size, dosage.sum(), truth.sum(), (dosage * dosage).sum(), (truth * truth).sum(),
+                     (dosage * truth).sum()])
+    assert pooled_r2(dosage, truth) == pytest.approx(float(r2_from_sums(sums)), rel=1e-9)
+    assert pooled_r2(dosage.astype(np.float32), truth.astype(np.int8)) == pytest.approx(pooled_r2(dosage, truth), rel=1e-6)
+    # a constant dosage: undefined from the cells, 0 from the sums (the truth varies)
+    assert math.isnan(pooled_r2(np.ones(5), np.arange(5.0)))
+    assert r2_from_sums(np.array([5, 5, 10, 5, 30, 10.0])) == 0
+    assert math.isnan(pooled_r2(np.arange(5.0), np.ones(5)))

@@ -7,11 +7,13 @@ import pytest
 import torch
 from paths import ARRAY, PANEL
 
+from genimpute.batches import NearestContext, SharedContext, batch_family, nearest_context_batch, shared_context_batch
 from genimpute.config import MASKED, ModelConfig, RunConfig, TrainConfig
 from genimpute.errors import InputError
-from genimpute.models import build_model
+from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import group_columns
 from genimpute.train import train
+from genimpute.windows import block_site_weights
 
 
 def _shared_case(ts, seed: int, n_queries: int, **kw):
@@ -19,7 +21,7 @@ def _shared_case(ts, seed: int, n_queries: int, **kw):
     rng = np.random.default_rng(seed)
     window = ts.random_window(rng, 40, 30)
     queries = rng.choice(ts.train_haps, n_queries, replace=False)
-    batch = ts.shared_batch(window, queries, 5, rng, mask_rate=0.2, **kw)
+    batch = shared_context_batch(ts, window, queries, 5, rng, mask_rate=0.2, **kw)
     return window, queries, batch, ts.panel.haplotypes(window.columns).T.astype(int)
 
 
@@ -58,7 +60,7 @@ def test_share_splits_predicted_rows_and_keeps_the_context(training_set):
     ts = training_set
     rng = np.random.default_rng(1)
     window = ts.random_window(rng, 40, 30)
-    batch = ts.shared_batch(window, rng.choice(ts.train_haps, 4, replace=False), 3, rng, 0.1)
+    batch = shared_context_batch(ts, window, rng.choice(ts.train_haps, 4, replace=False), 3, rng, 0.1)
     halves = [batch.share(slice(r, None, 2)) for r in (0, 1)]
     assert all(h.context is batch.context for h in halves)
     assert sum(len(h.predicted) for h in halves) == len(batch.predicted)
@@ -87,8 +89,8 @@ def test_batch_weights_scale_the_query_loss_alone(training_set):
     ts = training_set
     window = ts.random_window(np.random.default_rng(4), 30, 30)
     queries = ts.train_haps[:3]
-    plain = ts.batch(window, queries, 5, np.random.default_rng(5), 0.2, 4)
-    weighted = ts.batch(window, queries, 5, np.random.default_rng(5), 0.2, 4, maf_weight=1.0)
+    plain = nearest_context_batch(ts, window, queries, 5, np.random.default_rng(5), 0.2, 4)
+    weighted = nearest_context_batch(ts, window, queries, 5, np.random.default_rng(5), 0.2, 4, maf_weight=1.0)
     torch.manual_seed(0)
     net = build_model(ModelConfig(name="msa"))
     (q_plain, r_plain), (q_weighted, r_weighted) = plain.loss_sums(net), weighted.loss_sums(net)
@@ -128,3 +130,27 @@ def test_shared_batch_neighbours_are_nearest_and_never_the_rows_own_sample(train
         assert (context_haps[row] // 2 != context_haps[r] // 2).all()
     # without the reader there are none
     assert _shared_case(ts, 6, 5)[2].neighbours.shape[1] == 0
+
+
+def test_each_backbone_has_the_family_of_its_context():
+    families = {name: type(batch_family(cls)) for name, cls in REGISTRY.items()}
+    assert families == {"match": NearestContext, "msa": NearestContext, "npssm": NearestContext, "spin": SharedContext}
+    # match is scored on the query alone: its batches hide no context cells
+    assert not batch_family(REGISTRY["match"]).reconstructs_context
+    assert batch_family(REGISTRY["msa"]).reconstructs_context
+
+
+def test_a_family_batch_is_the_batch_of_the_settings_it_reads(training_set):
+    ts = training_set
+    config = RunConfig(model=ModelConfig(name="msa"), train=TrainConfig(mask_rate=0.3, mask_span=2, maf_weight=0.5))
+    window = ts.random_window(np.random.default_rng(7), 30, 30)
+    queries = ts.train_haps[:3]
+    by_family = batch_family(REGISTRY["msa"]).training_batch(ts, window, queries, np.random.default_rng(8), config)
+    w = config.window
+    by_hand = nearest_context_batch(ts, window, queries, w.context, np.random.default_rng(8), 0.3, 2,
+                                    config.train.query_missing_rate, 0.5,
+                                    block_site_weights(window.typed, w.near_sites, w.near_weight))
+    for name in ("tokens", "alleles", "query_cells", "masked_cells", "weights"):
+        assert torch.equal(getattr(by_family, name), getattr(by_hand, name)), name
+    unmasked = batch_family(REGISTRY["match"]).training_batch(ts, window, queries, np.random.default_rng(8), config)
+    assert not unmasked.masked_cells.any()

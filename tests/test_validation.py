@@ -16,7 +16,7 @@ from paths import ARRAY, PANEL, TARGET_PHASED
 from genimpute.config import WindowConfig
 from genimpute.io.array_list import read_array_list
 from genimpute.panel import ReferencePanel, array_typed_mask
-from genimpute.validation import choose_masked, validation_windows
+from genimpute.validation import choose_masked, score, validation_windows
 
 
 class _Layout:
@@ -80,6 +80,16 @@ def test_validation_evidence_flanks_every_hidden_site():
             left, right = visible[visible < hidden], visible[visible > hidden]
             assert len(left) == 0 or left[-1] in evidence
             assert len(right) == 0 or right[0] in evidence
+
+
+def test_score_pools_the_called_diploid_genotypes():
+    # two hidden records, two samples; sample 2 has a missing call at the second
+    probs = np.array([[0.9, 0.1, 0.2, 0.2], [0.6, 0.7, 0.1, 0.0]], np.float32)
+    truth = np.array([[1, 0, 0, 0], [1, 1, 0, -1]], np.int8)
+    result = score([(probs, truth)], 0.1, 3, 2)
+    # dosages 1.0, 0.4, 1.3 against 1, 0, 2: cov 0.9, var 0.42 and 2 -> r2 0.81 / 0.84
+    assert result.empirical_r2 == pytest.approx(27 / 28, rel=1e-6)
+    assert result.concordance == 1.0 and result.masked_sites == 2
 
 
 def _records(path):
