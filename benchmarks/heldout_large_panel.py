@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 from cyvcf2 import VCF
 
-from genimpute.evaluate import BIN_LABELS, maf_bin
+from genimpute.evaluation import BIN_LABELS, maf_bin
 from genimpute.metrics import pooled_r2
 
 
 _COPYING = """
 import logging; logging.basicConfig(level=logging.INFO)
 from genimpute.config import CopyingSettings
-from genimpute.impute import impute
+from genimpute.imputation import impute
 from genimpute.modeldir import PRETRAINED_DIR
 settings = {{k: float(v) if '.' in v or 'e' in v else int(v) for k, v in
             (x.split('=') for x in '{settings}'.split(',') if x)}}

@@ -21,7 +21,7 @@ import numpy as np
 from cyvcf2 import VCF
 from validation_by_maf import by_bin, held_out_imputation
 
-from genimpute.evaluate import BIN_LABELS
+from genimpute.evaluation import BIN_LABELS
 from genimpute.metrics import pooled_r2
 
 

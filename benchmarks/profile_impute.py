@@ -28,8 +28,8 @@ STAGES = {
     "window probabilities": ("predict.py", "window_probabilities"),
     "  spin: panel encodings (shared)": ("spin.py", "encode"),
     "  spin: per-query predictions": ("spin.py", "query_log_odds"),
-    "format records": ("impute.py", "part"),
-    "write records": ("impute.py", "_write_chunk"),
+    "format records": ("records.py", "part"),
+    "write records": ("records.py", "_write_chunk"),
 }
 # the model's forward passes: window probabilities less the two numpy stages inside them
 MODEL = ("window probabilities", ("nearest haplotypes (context)", "assemble window tokens"))

@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from genimpute.evaluate import BIN_LABELS, maf_bin
+from genimpute.evaluation import BIN_LABELS, maf_bin
 from genimpute.io.array_list import read_array_list
 from genimpute.metrics import pooled_r2
 from genimpute.modeldir import load_model_dir

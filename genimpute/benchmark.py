@@ -23,7 +23,7 @@ from cyvcf2 import Writer
 
 from genimpute.config import BENCHMARK_TOOLS
 from genimpute.errors import GenimputeError, InputError
-from genimpute.evaluate import Evaluation, evaluate
+from genimpute.evaluation import Evaluation, evaluate
 from genimpute.io.array_list import read_array_list
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import open_vcf

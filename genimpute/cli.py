@@ -144,7 +144,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
     from genimpute import distributed as ddp
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir, read_settings
     from genimpute.runtime import pick_device
-    from genimpute.train import train as run_train
+    from genimpute.training import train as run_train
 
     init = PRETRAINED_DIR if init == "pretrained" else init
 
@@ -230,7 +230,7 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
            audit, engine, ne, batch_samples, fields):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
-    from genimpute.impute import impute as run_impute
+    from genimpute.imputation import impute as run_impute
     from genimpute.io.vcf_writer import FormatFields
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.regions import parse_region
@@ -313,7 +313,7 @@ def chunks(ref, size, out):
 def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
     """r2 by MAF bin, concordance and quality-score calibration of IMPUTED
     VCFs (genimpute, Beagle, Minimac4) against TRUTH."""
-    from genimpute.evaluate import evaluate as run_evaluate
+    from genimpute.evaluation import evaluate as run_evaluate
 
     result = _run(run_evaluate, truth, list(imputed), labels.split(",") if labels else None, ref, samples)
     if out_dir is not None:
@@ -364,7 +364,7 @@ def _write_report(result, out_dir, inputs, timings=None) -> None:
 
 
 def _print_evaluation(result) -> None:
-    from genimpute.evaluate import by_population, side_by_side
+    from genimpute.evaluation import by_population, side_by_side
     from genimpute.report import calibration_side_by_side
 
     def show(frame):

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 class CopyingEngine:
-    """The engine interface of genimpute.impute (windows, probabilities,
+    """The engine interface of genimpute.imputation (windows, probabilities,
     fill_missing, validate, description) over the copying model's segments."""
 
     def __init__(self, panel: ReferencePanel, aln: Alignment, typed_mask: np.ndarray, settings: CopyingSettings,

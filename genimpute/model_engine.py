@@ -59,7 +59,7 @@ def exclusion_matrix(in_panel: np.ndarray, n_haplotypes: int) -> np.ndarray | No
 
 
 class ModelEngine:
-    """The engine interface of genimpute.impute (windows, probabilities,
+    """The engine interface of genimpute.imputation (windows, probabilities,
     fill_missing, validate, description) over the model's windows."""
 
     def __init__(self, source: ModelSource, panel: ReferencePanel, aln: Alignment, typed_mask: np.ndarray,

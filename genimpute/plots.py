@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # after the backend is chosen
 import pandas as pd
 
-from genimpute.evaluate import BIN_LABELS, EVERYONE
+from genimpute.evaluation import BIN_LABELS, EVERYONE
 
 FIGSIZE = (7.0, 4.5)  # inches
 DPI = 100  # so every figure is 700 x 450 pixels

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from genimpute import plots
-from genimpute.evaluate import EVERYONE, Evaluation, by_population, side_by_side
+from genimpute.evaluation import EVERYONE, Evaluation, by_population, side_by_side
 
 R2_PNG = "r2_by_maf.png"
 CALIBRATION_PNG = "calibration.png"

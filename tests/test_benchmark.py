@@ -15,7 +15,7 @@ from tools import require, run_tool
 from genimpute.benchmark import ToolError, available_tools, mask_to_array, run_timed
 from genimpute.config import BENCHMARK_TOOLS
 from genimpute.errors import InputError
-from genimpute.evaluate import ALL, EVERYONE
+from genimpute.evaluation import ALL, EVERYONE
 
 
 def _sites(path) -> list[tuple]:

@@ -277,7 +277,7 @@ def test_copying_fills_missing_calls_and_validates_without_a_model(tmp_path):
 
 
 def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
-    from genimpute.impute import impute
+    from genimpute.imputation import impute
 
     examples = Path(__file__).parent.parent / "examples" / "data"
     genetic_map = examples / "plink.chr20_8.9-9.4Mb.GRCh37.map"

@@ -1,4 +1,4 @@
-"""Accuracy evaluation (genimpute.evaluate) against hand-computed values."""
+"""Accuracy evaluation (genimpute.evaluation) against hand-computed values."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from paths import DATA, TARGET_TRUTH
 from tools import run_tool
 
 from genimpute.errors import InputError
-from genimpute.evaluate import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
+from genimpute.evaluation import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
 from genimpute.metrics import pooled_r2, r2_from_sums
 
 HEADER_META = [

@@ -14,7 +14,7 @@ from paths import PANEL, TARGET_PHASED
 from tools import run_tool
 
 from genimpute.errors import InputError
-from genimpute.impute import impute
+from genimpute.imputation import impute
 from genimpute.panel import ReferencePanel
 from genimpute.runtime import pick_device
 

@@ -10,7 +10,7 @@ import torch
 from cli_helpers import TINY, run
 from paths import ARRAY, DATA, PANEL, TARGET_PHASED
 
-from genimpute.evaluate import evaluate
+from genimpute.evaluation import evaluate
 from genimpute.modeldir import PANEL as PANEL_FILE
 from genimpute.modeldir import PRETRAINED_DIR, load_model_dir
 from genimpute.models import default_window

@@ -21,7 +21,7 @@ from test_evaluate import (
     write_vcf,
 )
 
-from genimpute.evaluate import ALL, BIN_LABELS, EVERYONE, evaluate
+from genimpute.evaluation import ALL, BIN_LABELS, EVERYONE, evaluate
 from genimpute.report import (
     CALIBRATION_PNG,
     R2_PNG,

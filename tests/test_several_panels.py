@@ -16,7 +16,7 @@ from genimpute.errors import CheckpointError, InputError
 from genimpute.modeldir import PANEL as PANEL_FILE
 from genimpute.modeldir import load_model_dir
 from genimpute.panel import ReferencePanel
-from genimpute.train import train
+from genimpute.training import train
 from genimpute.training_set import TrainingSet
 
 

@@ -12,7 +12,7 @@ from genimpute.config import MASKED, ModelConfig, RunConfig, TrainConfig
 from genimpute.errors import InputError
 from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import group_columns
-from genimpute.train import train
+from genimpute.training import train
 from genimpute.windows import block_site_weights
 
 
