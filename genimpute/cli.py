@@ -6,7 +6,6 @@ import errno
 import logging
 import signal
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -142,51 +141,27 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
           validate_every, resume, init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
-    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir, read_settings
-    from genimpute.runtime import pick_device
-    from genimpute.training import train as run_train
+    from genimpute.api import train as run_train
+    from genimpute.modeldir import default_model_dir
 
-    init = PRETRAINED_DIR if init == "pretrained" else init
-
-    def build():
-        from genimpute.models import default_window
-
-        # window defaults are the backbone's, and --init's model brings its own backbone
-        backbone = model_name if init is None or resume else read_settings(init)[0].model.name
-        given = {"untyped": untyped, "typed": typed, "context": context}
-        return RunConfig(
-            window=replace(default_window(backbone), **{name: v for name, v in given.items() if v is not None}),
-            model=replace(_DEFAULTS.model, name=model_name, dim=dim, layers=layers, heads=heads,
-                          rows_per_gap=rows_per_gap, neighbours=neighbours),
-            train=replace(_DEFAULTS.train, steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr,
-                          seed=seed, checkpoint_every=checkpoint_every, validate_every=validate_every,
-                          maf_weight=maf_weight, min_array_density=min_array_density),
-        )
-
-    config = _run(_checked_config, build)
     out = Path(out) if out else default_model_dir()
+    settings = dict(steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr, dim=dim, layers=layers,
+                    heads=heads, rows_per_gap=rows_per_gap, neighbours=neighbours, seed=seed,
+                    checkpoint_every=checkpoint_every, validate_every=validate_every, maf_weight=maf_weight,
+                    min_array_density=min_array_density)
+    settings.update({name: v for name, v in {"untyped": untyped, "typed": typed, "context": context}.items()
+                     if v is not None})
     dist = _run(ddp.start, distributed)
     if not dist.is_main:
         logging.getLogger().setLevel(logging.WARNING)  # one process reports progress
     try:
-        prov = _run(run_train, ref, array, out, config, dist.device(_run(pick_device, device)), resume=resume,
-                    progress=ctx.obj["progress"], dist=dist, init=init, genetic_map=genetic_map)
+        prov = _run(run_train, ref, array, out, model=model_name, init=init, resume=resume, genetic_map=genetic_map,
+                    device=device, dist=dist, progress=ctx.obj["progress"], **settings)
     finally:
         ddp.stop(dist)
     if dist.is_main:
         last = prov["history"][-1]["val_r2"] if prov["history"] else float("nan")
         click.echo(f"model written to {out}: {prov['steps']} steps in {prov['minutes']} min, validation r2 {last:.4f}")
-
-
-def _checked_config(build) -> RunConfig:
-    from genimpute.models import build_model
-
-    try:
-        config = build()
-    except ValueError as exc:
-        raise GenimputeError(str(exc)) from exc
-    build_model(config.model)  # unknown backbone names fail here, before reading the panel
-    return config
 
 
 @main.command()
@@ -230,30 +205,18 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
            audit, engine, ne, batch_samples, fields):
     """Impute the untyped panel variants of a TARGET VCF (phased, or phased
     here first)."""
-    from genimpute.imputation import impute as run_impute
-    from genimpute.io.vcf_writer import FormatFields
-    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
-    from genimpute.regions import parse_region
+    from genimpute.api import default_output
+    from genimpute.api import impute as run_impute
 
-    region = _run(parse_region, region) if region else None
-    fields = _run(FormatFields.parse, fields)
-    if engine == "auto":
-        engine = "copying" if ref and not model_dir else "model"
-    model_dir = Path(model_dir) if model_dir else PRETRAINED_DIR if ref else default_model_dir()
-    if out is None:
-        stem = Path(target).name
-        for suffix in (".gz", ".bgz", ".vcf", ".bcf"):
-            stem = stem.removesuffix(suffix)
-        out = f"{stem}.imputed.vcf.gz"
     if validate and not 0 < validate_fraction <= 0.5:
         raise click.BadParameter(f"expected a fraction in (0, 0.5]; found {validate_fraction}", param_hint="--validate-fraction")
     if not ne > 0:
         raise click.BadParameter(f"expected a positive effective population size; found {ne}", param_hint="--ne")
-    summary = _run(run_impute, target, model_dir, out, device,
-                   force=force, progress=ctx.obj["progress"], validate_fraction=validate_fraction if validate else None,
-                   seed=seed, region=region, phaser=None if phaser == "none" else phaser, genetic_map=genetic_map,
-                   audit=audit, ref=ref, copying=CopyingSettings(ne=ne) if engine == "copying" else None,
-                   batch_samples=batch_samples, fields=fields)
+    out = out or default_output(target)
+    summary = _run(run_impute, target, out, ref=ref, model=model_dir, engine=engine, genetic_map=genetic_map,
+                   region=region, fields=fields, phaser=None if phaser == "none" else phaser,
+                   validate_fraction=validate_fraction if validate else None, seed=seed, report=audit, ne=ne,
+                   batch_samples=batch_samples, device=device, force=force, progress=ctx.obj["progress"])
     possible = summary["possible_panel_duplicates"]
     in_panel = f" ({summary['samples_in_panel']} found in the panel" + \
         (f", {possible} with a panel sample's genotypes over too short a span to tell)" if possible else ")")
@@ -313,9 +276,10 @@ def chunks(ref, size, out):
 def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
     """r2 by MAF bin, concordance and quality-score calibration of IMPUTED
     VCFs (genimpute, Beagle, Minimac4) against TRUTH."""
-    from genimpute.evaluation import evaluate as run_evaluate
+    from genimpute.api import evaluate as run_evaluate
 
-    result = _run(run_evaluate, truth, list(imputed), labels.split(",") if labels else None, ref, samples)
+    result = _run(run_evaluate, truth, list(imputed), labels=labels.split(",") if labels else None, ref=ref,
+                  samples=samples)
     if out_dir is not None:
         _write_report(result, out_dir, {"truth": truth, **dict(zip(result.overall().index, imputed))})
     if as_json:

@@ -1,0 +1,135 @@
+"""genimpute's Python API: what the command line runs, with its defaults.
+
+    import genimpute
+
+    summary = genimpute.impute("target.vcf.gz", ref="panel.vcf.gz", genetic_map="chr20.map")
+    provenance = genimpute.train("panel.vcf.gz", "omni2.5.txt", "model", steps=4000)
+    evaluation = genimpute.evaluate("truth.vcf.gz", ["target.imputed.vcf.gz"], ref="panel.vcf.gz")
+
+Each reads its inputs, writes its outputs and returns what the command
+prints. Bad input raises genimpute.errors.GenimputeError, whose message is
+one line for a user. torch and numba are imported on the first call, not
+with `import genimpute`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields as dataclass_fields
+from dataclasses import replace
+from pathlib import Path
+
+from genimpute.errors import InputError
+
+ENGINES = ("auto", "copying", "model")
+
+
+def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path | None = None,
+           model: str | Path | None = None, engine: str = "auto", genetic_map: str | Path | None = None,
+           region: str | None = None, fields: str = "GT:DS:GP", phaser: str | None = "auto",
+           validate_fraction: float | None = None, seed: int = 1, report: str | Path | None = None,
+           ne: float | None = None, batch_samples: int = 1000, device: str = "auto", force: bool = False,
+           progress: bool = False) -> dict:
+    """Impute the untyped panel records of the `target` VCF into `out`
+    (default `<target name>.imputed.vcf.gz` in the working directory);
+    return the run's summary (records written, samples, seconds, ...).
+
+    engine: "copying" (the copying engine over `ref`, no model), "model"
+    (`model`'s backbone, window by window; default model: the pretrained
+    one with `ref`, else $GENIMPUTE_MODEL), or "auto": copying when `ref`
+    is given without `model`. fields: the FORMAT fields, e.g. "GT:DS".
+    phaser: for an unphased target, "auto", "beagle", "shapeit4" or None
+    (refuse). report: a TSV of every site's harmonisation, and beside it
+    each sample's panel-duplicate decision. The other options are the
+    `genimpute impute` options of the same names (README)."""
+    from genimpute.config import CopyingSettings
+    from genimpute.imputation import impute as run_imputation
+    from genimpute.io.vcf_writer import FormatFields
+    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
+    from genimpute.regions import parse_region
+
+    if engine not in ENGINES:
+        raise InputError(f"engine: expected one of {', '.join(ENGINES)}; found {engine}")
+    if engine == "auto":
+        engine = "copying" if ref and not model else "model"
+    copying = None
+    if engine == "copying":
+        copying = CopyingSettings() if ne is None else CopyingSettings(ne=ne)
+    return run_imputation(
+        target, Path(model) if model else PRETRAINED_DIR if ref else default_model_dir(),
+        out if out is not None else default_output(target), device, force=force, progress=progress,
+        validate_fraction=validate_fraction, seed=seed, region=parse_region(region) if region else None,
+        phaser=phaser, genetic_map=genetic_map, audit=report, ref=ref, copying=copying,
+        batch_samples=batch_samples, fields=FormatFields.parse(fields))
+
+
+def default_output(target: str | Path) -> str:
+    """`<target name>.imputed.vcf.gz`, in the working directory."""
+    stem = Path(target).name
+    for suffix in (".gz", ".bgz", ".vcf", ".bcf"):
+        stem = stem.removesuffix(suffix)
+    return f"{stem}.imputed.vcf.gz"
+
+
+def train(ref: str | Path | list, array: str | Path | list, out: str | Path | None = None, *,
+          model: str = "match", init: str | Path | None = None, resume: bool = False,
+          genetic_map: str | Path | None = None, device: str = "auto", dist=None, progress: bool = False,
+          **settings) -> dict:
+    """Train a backbone (`model`: match, msa, npssm or spin) on the panels
+    `ref` for the `array` sites and write its model directory to `out`
+    (default $GENIMPUTE_MODEL); return its provenance.
+
+    settings: any field of genimpute.config's WindowConfig (untyped, typed,
+    context), ModelConfig (dim, layers, heads, rows_per_gap, neighbours)
+    or TrainConfig (steps, max_minutes, batch_size, lr, seed, maf_weight,
+    min_array_density, checkpoint_every, validate_every, ...); the window
+    defaults are the backbone's. init: a model directory to start from
+    ("pretrained": the shipped model), whose backbone and size then apply.
+    dist: a genimpute.distributed.Distributed under torchrun."""
+    from genimpute.distributed import SINGLE
+    from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
+    from genimpute.runtime import pick_device
+    from genimpute.training import train as run_training
+
+    init = PRETRAINED_DIR if init == "pretrained" else init
+    config = run_config(model, init, resume, settings)
+    dist = dist or SINGLE
+    return run_training(ref, array, Path(out) if out else default_model_dir(), config,
+                        dist.device(pick_device(device)), resume=resume, progress=progress, dist=dist, init=init,
+                        genetic_map=genetic_map)
+
+
+def run_config(model: str, init, resume: bool, settings: dict):
+    """The RunConfig of a training run: the defaults, the backbone's window,
+    then `settings` by field name; one clear error for an unknown name or a
+    value the settings refuse, before any panel is read."""
+    from genimpute.config import RunConfig
+    from genimpute.modeldir import read_settings
+    from genimpute.models import build_model, default_window
+
+    config = RunConfig()
+    # window defaults are the backbone's, and --init's model brings its own backbone
+    backbone = model if init is None or resume else read_settings(init)[0].model.name
+    parts = {"window": default_window(backbone), "model": replace(config.model, name=model), "train": config.train}
+    names = {part: {f.name for f in dataclass_fields(value)} for part, value in parts.items()}
+    unknown = set(settings) - set().union(*names.values()) | ({"name"} & set(settings))
+    if unknown:
+        raise InputError(f"expected training settings among {', '.join(sorted(set().union(*names.values())))}; "
+                         f"found {', '.join(sorted(unknown))}")
+    try:
+        config = RunConfig(**{part: replace(value, **{k: v for k, v in settings.items() if k in names[part]})
+                              for part, value in parts.items()})
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    build_model(config.model)  # an unknown backbone fails here, before the panel is read
+    return config
+
+
+def evaluate(truth: str | Path, imputed: str | Path | list, *, labels: list | None = None,
+             ref: str | Path | None = None, samples: str | Path | None = None):
+    """Score imputed VCFs (genimpute's, Beagle's, Minimac4's) against the
+    `truth` VCF: r2 by MAF bin (of `ref`'s panel if given), concordance,
+    quality-score calibration, and by population with a `samples` table
+    (columns sample, population). Returns a genimpute.evaluation.Evaluation."""
+    from genimpute.evaluation import evaluate as run_evaluation
+
+    return run_evaluation(truth, [imputed] if isinstance(imputed, (str, Path)) else list(imputed), labels, ref, samples)
