@@ -223,11 +223,17 @@ step "build test image (--target test)" 20m "${build[@]}" --target test -t "$tes
 
 # 4. Inside the images, with no network: the version, the README's
 #    quickstart as the unprivileged user (a scratch /data, chowned to that
-#    user by :U, with the checkout's examples/ over it), the README's tests.
+#    user by :U, with the checkout's examples/ over it), an imputation in a
+#    fresh container, the README's tests.
 run=("${podman[@]}" run --rm --network none "${ulimits[@]}")
 step "genimpute --version" 5m "${run[@]}" "$image" --version || failed=1
 rm -rf "$out/container_quickstart" && mkdir -p "$out/container_quickstart"
 step "quickstart (bash examples/quickstart.sh)" 30m "${run[@]}" -v "$out/container_quickstart:/data:U" \
   -v "$root/examples:/data/examples:ro" --entrypoint bash "$image" examples/quickstart.sh || failed=1
+# a fresh container imputes with the numba code compiled at build time: a
+# few seconds, where compiling first took about 30
+step "impute --ref in a fresh container" 10m "${run[@]}" -v "$root/examples:/data/examples:ro" "$image" \
+  -q impute examples/data/targets.omni2.5.vcf.gz --ref examples/data/panel.vcf.gz \
+  --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/fresh.vcf.gz || failed=1
 step "tests (python -m pytest -q)" 60m "${run[@]}" "$test_image" python -m pytest -q || failed=1
 exit "$failed"
