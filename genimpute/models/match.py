@@ -51,7 +51,7 @@ from genimpute.config import ALT, MASKED, ModelConfig, WindowConfig
 # typed sites either side of a gap whose agreement with the query is counted
 SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 # typed sites either side of a gap whose mismatches choose its candidate rows (ModelConfig.rows_per_gap);
-# held-out r2 by NEAR, the stop-18 model: 4 0.9763, 8 0.9767, 16 0.9766, 32 0.9755 (BENCHMARKS.md)
+# held-out r2 of a match model trained with each NEAR: 4 0.9763, 8 0.9767, 16 0.9766, 32 0.9755 (BENCHMARKS.md)
 NEAR = 8
 # typed sites either side of the gaps of a pass that the copying model's forward-backward runs over
 HORIZON = 128
