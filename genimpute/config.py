@@ -104,14 +104,15 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
-        return cls(
-            # model directories from before near_weight chose their context by plain Hamming distance
-            window=WindowConfig(**{"near_weight": 1, **d["window"]}),
-            # and before rows_per_gap scored every context row
-            model=ModelConfig(**{"rows_per_gap": 0, **d["model"]}),
-            train=TrainConfig(**d["train"]),
-        )
+    def from_dict(cls, d: dict, version: int = 1) -> "RunConfig":
+        """The config as config.json or checkpoint.pt of a model directory of
+        format `version` holds it: what an older format lacks takes the
+        defaults genimpute.modeldir lists for that format, where every
+        format's differences are kept. A dict of unknown age reads as the oldest."""
+        from genimpute.modeldir import upgrade_config  # modeldir imports this module
+
+        d = upgrade_config(d, version)
+        return cls(window=WindowConfig(**d["window"]), model=ModelConfig(**d["model"]), train=TrainConfig(**d["train"]))
 
 
 # Cell tokens shared by the windowing code and every backbone.

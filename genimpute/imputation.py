@@ -134,7 +134,7 @@ def _panel_with_map(source: ModelSource, genetic_map, copying: CopyingSettings |
     panel = source.panel if source.panel is not None else source.loaded().panel
     if genetic_map is not None:
         return panel.with_genetic_map(genetic_map)
-    if source.panel is not None and copying is None and source.loaded().provenance.get("genetic_map"):
+    if source.panel is not None and copying is None and source.loaded().provenance.genetic_map:
         log.warning("the model was trained with a genetic map and none was given (--map): taking 1 cM per Mb")
     elif copying is not None and np.array_equal(panel.centimorgans, panel.positions * CM_PER_BP):
         log.warning("no genetic map (--map, or `genimpute panel --map`): the copying engine takes 1 cM per Mb, "

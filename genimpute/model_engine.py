@@ -70,7 +70,7 @@ class ModelEngine:
     @property
     def description(self) -> str:
         loaded = self.source.loaded()
-        return f"{self.source.model_dir.resolve()} ({loaded.config.model.name}, {loaded.provenance.get('steps')} steps)"
+        return f"{self.source.model_dir.resolve()} ({loaded.config.model.name}, {loaded.provenance.steps} steps)"
 
     def windows(self, contigs: list, in_region: np.ndarray) -> dict:
         """{contig key: the model's windows with records in the region}."""

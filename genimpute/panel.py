@@ -129,7 +129,11 @@ class ReferencePanel:
             )
 
     @classmethod
-    def load(cls, path: str | Path) -> "ReferencePanel":
+    def load(cls, path: str | Path, centimorgans_optional: bool = False) -> "ReferencePanel":
+        """The panel `save` wrote to `path`. `centimorgans_optional`: the file
+        may predate genetic positions (a format-1 model directory's panel.npz,
+        genimpute.modeldir), which then read as 1 cM per Mb; any other file
+        without them is corrupted."""
         try:
             with np.load(path, allow_pickle=False) as z:
                 return cls(
@@ -142,8 +146,7 @@ class ReferencePanel:
                     alts=_split(z["alts"]),
                     packed=z["packed"],
                     alt_freq=z["alt_freq"],
-                    # a panel saved before genetic positions were kept: 1 cM per Mb
-                    centimorgans=z["centimorgans"] if "centimorgans" in z else None,
+                    centimorgans=z["centimorgans"] if "centimorgans" in z or not centimorgans_optional else None,
                 )
         except FileNotFoundError as exc:
             raise CheckpointError(f"{path}: reference panel missing from the model directory") from exc

@@ -29,18 +29,18 @@ class RunState:
     initialised_from: str | None
     step: int = 0
     elapsed: float = 0.0  # seconds trained, over every resumption
-    history: list = field(default_factory=list)  # one dict per validation
+    history: list[modeldir.Validation] = field(default_factory=list)
 
     def finished(self) -> bool:
         cfg = self.config.train
         return self.step >= cfg.steps or self.elapsed >= cfg.max_minutes * 60
 
-    def snapshot(self) -> dict:
-        return {
-            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-            "elapsed": self.elapsed, "history": self.history, "config": self.config.to_dict(),
-            "panel_fingerprint": self.fingerprint, "initialised_from": self.initialised_from,
-        }
+    def snapshot(self) -> modeldir.Checkpoint:
+        return modeldir.Checkpoint(
+            model=self.model.state_dict(), optimizer=self.optimizer.state_dict(), step=self.step,
+            elapsed=self.elapsed, history=tuple(self.history), config=self.config,
+            panel_fingerprint=self.fingerprint, initialised_from=self.initialised_from,
+        )
 
 
 def initial_weights(init: str | Path | None, resume: bool,
@@ -51,12 +51,12 @@ def initial_weights(init: str | Path | None, resume: bool,
         return None, config
     model, init_config, init_provenance = modeldir.load_weights(init)
     config = replace(config, model=init_config.model)
-    log.info("starting from the weights of %s (%s, %s steps)", init, config.model.name, init_provenance.get("steps"))
+    log.info("starting from the weights of %s (%s, %s steps)", init, config.model.name, init_provenance.steps)
     return model, config
 
 
 def checkpoint_to_resume(out: Path, resume: bool, fingerprint: str, refs: list,
-                         config: RunConfig) -> tuple[dict | None, RunConfig]:
+                         config: RunConfig) -> tuple[modeldir.Checkpoint | None, RunConfig]:
     """The checkpoint in `out` and the settings it was trained with, the
     budget extended as asked; without `resume`, none, and `out` must hold no model."""
     checkpoint_path = out / modeldir.CHECKPOINT
@@ -64,17 +64,17 @@ def checkpoint_to_resume(out: Path, resume: bool, fingerprint: str, refs: list,
         if (out / modeldir.WEIGHTS).exists() or checkpoint_path.exists():
             raise InputError(f"{out}: already holds a model; pass --resume to continue it or choose another --out")
         return None, config
-    checkpoint = modeldir.load_torch(checkpoint_path)
-    if checkpoint.get("panel_fingerprint") != fingerprint:
+    checkpoint = modeldir.read_checkpoint(checkpoint_path)
+    if checkpoint.panel_fingerprint != fingerprint:
         raise CheckpointError(f"{checkpoint_path}: was trained on other panels than {', '.join(map(str, refs))}")
-    stored = RunConfig.from_dict(checkpoint["config"])
+    stored = checkpoint.config
     # a resumed run keeps its settings; only the budget may be extended
     budget = replace(stored.train, steps=config.train.steps, max_minutes=config.train.max_minutes)
     return checkpoint, replace(stored, train=budget)
 
 
 def start_run(config: RunConfig, device: torch.device, fingerprint: str, init: str | Path | None,
-              init_model: torch.nn.Module | None, checkpoint: dict | None) -> RunState:
+              init_model: torch.nn.Module | None, checkpoint: modeldir.Checkpoint | None) -> RunState:
     """The model and optimizer, with seeded random weights, `init_model`'s, or the checkpoint's."""
     cfg = config.train
     torch.manual_seed(cfg.seed)
@@ -84,9 +84,9 @@ def start_run(config: RunConfig, device: torch.device, fingerprint: str, init: s
     if init_model is not None:
         model.load_state_dict(init_model.state_dict())
     if checkpoint is not None:
-        model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        run.step, run.elapsed, run.history = checkpoint["step"], checkpoint["elapsed"], checkpoint["history"]
-        run.initialised_from = checkpoint.get("initialised_from")
+        model.load_state_dict(checkpoint.model)
+        optimizer.load_state_dict(checkpoint.optimizer)
+        run.step, run.elapsed, run.history = checkpoint.step, checkpoint.elapsed, list(checkpoint.history)
+        run.initialised_from = checkpoint.initialised_from
         log.info("resuming at step %d (%.1f min trained)", run.step, run.elapsed / 60)
     return run

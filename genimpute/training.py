@@ -108,7 +108,7 @@ def train(
     _train_steps(run, sets, validator, out / modeldir.CHECKPOINT, device, dist, progress)
     if not dist.is_main:
         return {"steps": run.step, "minutes": round(run.elapsed / 60, 2), "finished": run.finished(),
-                "history": run.history}
+                "history": [v.to_json() for v in run.history]}
     panel_records = [ts.provenance(r, a) for r, a, ts in zip(refs, arrays, sets)]
     return _write_model_dir(out, run, validator, device, panel_records, genetic_map, dist)
 
@@ -174,7 +174,7 @@ def _train_steps(run: RunState, sets: list[TrainingSet], validator: Validator | 
                 if dist.is_main:
                     _validate(run, validator, device, batch_loss, bar)
             if run.step % cfg.checkpoint_every == 0 and dist.is_main:
-                modeldir.save_torch(checkpoint_path, run.snapshot())
+                modeldir.save_checkpoint(checkpoint_path, run.snapshot())
     bar.close()
 
 
@@ -212,36 +212,28 @@ def _optimise(run: RunState, batch: NearestContextBatch | SharedContextBatch, ne
 
 def _validate(run: RunState, validator: Validator, device: torch.device, batch_loss: float, bar: tqdm) -> None:
     r2 = validator.r2(run.model, device)
-    run.history.append({"step": run.step, "minutes": round(run.elapsed / 60, 2), "query_loss": batch_loss, "val_r2": r2})
+    run.history.append(modeldir.Validation(run.step, round(run.elapsed / 60, 2), query_loss=batch_loss, val_r2=r2))
     log.info("step %d: query loss %.4f, validation r2 %.4f", run.step, batch_loss, r2)
     bar.set_postfix(loss=f"{batch_loss:.4f}", val_r2=f"{r2:.4f}")
 
 
-def _write_model_dir(out: Path, run: RunState, validator: Validator, device: torch.device, panels: list[dict],
-                     genetic_map: str | Path | None, dist: Distributed) -> dict:
+def _write_model_dir(out: Path, run: RunState, validator: Validator, device: torch.device,
+                     panels: list[modeldir.PanelRecord], genetic_map: str | Path | None, dist: Distributed) -> dict:
     """Validate the final weights unless the last step did, write the
-    checkpoint and the model directory; returns the provenance record."""
-    if not run.history or run.history[-1]["step"] != run.step:
-        run.history.append({"step": run.step, "minutes": round(run.elapsed / 60, 2),
-                            "val_r2": validator.r2(run.model, device)})
-    modeldir.save_torch(out / modeldir.CHECKPOINT, run.snapshot())
-    provenance = {
-        "genimpute_version": __version__,
-        "command": " ".join(sys.argv),
-        "panels": panels,
-        "panel_fingerprint": run.fingerprint,
-        "genetic_map": None if genetic_map is None else str(genetic_map),
-        "initialised_from": run.initialised_from,
-        "parameters": _parameter_count(run.model),
-        "processes": dist.world,
-        "steps": run.step,
-        "minutes": round(run.elapsed / 60, 2),
-        "finished": run.finished(),
-        "history": run.history,
-    }
-    modeldir.write_json(out / modeldir.CONFIG, run.config.to_dict())
-    modeldir.save_torch(out / modeldir.WEIGHTS, {"model": run.model.state_dict()})
-    modeldir.write_json(out / modeldir.PROVENANCE, provenance)
+    checkpoint and the model directory; returns the provenance record, as
+    provenance.json holds it."""
+    if not run.history or run.history[-1].step != run.step:
+        # no batch loss: only validating steps sum theirs over the processes
+        run.history.append(modeldir.Validation(run.step, round(run.elapsed / 60, 2), query_loss=None,
+                                               val_r2=validator.r2(run.model, device)))
+    modeldir.save_checkpoint(out / modeldir.CHECKPOINT, run.snapshot())
+    provenance = modeldir.Provenance(
+        genimpute_version=__version__, command=" ".join(sys.argv), panels=tuple(panels),
+        panel_fingerprint=run.fingerprint, genetic_map=None if genetic_map is None else str(genetic_map),
+        initialised_from=run.initialised_from, parameters=_parameter_count(run.model), processes=dist.world,
+        steps=run.step, minutes=round(run.elapsed / 60, 2), finished=run.finished(), history=tuple(run.history),
+    )
+    modeldir.write_model_dir(out, run.config, run.model.state_dict(), provenance)
     if not run.finished():
         log.warning("stopped at step %d of %d; `genimpute train --resume` continues", run.step, run.config.train.steps)
-    return provenance
+    return provenance.to_json()

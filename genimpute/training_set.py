@@ -12,6 +12,7 @@ import numpy as np
 
 from genimpute.errors import InputError
 from genimpute.io.array_list import read_array_list
+from genimpute.modeldir import PanelRecord
 from genimpute.panel import ReferencePanel, array_typed_mask, read_reference
 from genimpute.windows import Window, contig_rows, window_for_block
 
@@ -71,11 +72,11 @@ class TrainingSet:
             weights[~window.typed] = untyped / untyped.mean()
         return weights
 
-    def provenance(self, ref: str | Path, array: str | Path) -> dict:
+    def provenance(self, ref: str | Path, array: str | Path) -> PanelRecord:
         """What a model directory records of this panel, read from `ref` with `array`."""
-        return {"panel": str(ref), "array": str(array), "samples": len(self.panel.samples), "records": len(self.panel),
-                "typed_sites": int(self.typed_mask.sum()),
-                "validation_samples": [self.panel.samples[h // 2] for h in self.val_haps[::2]]}
+        return PanelRecord(panel=str(ref), array=str(array), samples=len(self.panel.samples), records=len(self.panel),
+                           typed_sites=int(self.typed_mask.sum()),
+                           validation_samples=tuple(self.panel.samples[h // 2] for h in self.val_haps[::2]))
 
 
 def array_per_panel(refs: list, arrays: list) -> list:

@@ -1,0 +1,153 @@
+"""Model directory formats (genimpute.modeldir): the committed directories of
+older formats (tests/data/model_formats, README.md there) load and impute as
+they did before formats, a directory of the current format holds every field,
+and one of a newer format is refused before anything else in it is read."""
+
+import gzip
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from cli_helpers import TINY, run
+from paths import ARRAY, DATA, PANEL, TARGET_PHASED
+
+from genimpute.errors import CheckpointError
+from genimpute.io.genetic_map import CM_PER_BP
+from genimpute.modeldir import (FORMAT, PRETRAINED_DIR, ModelFormatError, Provenance, format_tag, load_model_dir,
+                                read_checkpoint, read_settings)
+
+FORMATS = DATA / "model_formats"
+OLDER = ["format1", "format1_early_msa"]
+# header lines that name the day, the command line and the model's path
+DATED = (b"##fileDate=", b"##genimputeCommand=", b"##genimputeModel=")
+NEWER = "genimpute-model/99"
+
+
+def _error(args) -> str:
+    result = run(args, ok=False)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("genimpute: error:")]
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", OLDER)
+def test_an_older_directory_imputes_what_it_did(name, tmp_path):
+    out = tmp_path / "imputed.vcf.gz"
+    run(["-q", "impute", str(TARGET_PHASED), "--model", str(FORMATS / name), "--engine", "model", "--out", str(out)])
+    body = b"".join(line for line in gzip.decompress(out.read_bytes()).splitlines(keepends=True)
+                    if not line.startswith(DATED))
+    assert body == gzip.decompress((FORMATS / f"{name}.expected.txt.gz").read_bytes())
+
+
+def test_format1_reads_with_the_defaults_of_what_it_lacks():
+    early = load_model_dir(FORMATS / "format1_early_msa")  # written before several panels, maps and --init
+    prov = early.provenance
+    assert prov.format == 1 and prov.processes == 1 and prov.genetic_map is None and prov.initialised_from is None
+    (panel,) = prov.panels
+    assert (panel.panel, panel.samples, panel.records, panel.typed_sites) == ("tests/data/panel.vcf.gz", None, None, 72)
+    assert len(panel.validation_samples) == 10 and prov.steps == 12 and prov.history[-1].step == 12
+    assert early.config.window.near_weight == 1 and early.config.model.rows_per_gap == 0
+    np.testing.assert_array_equal(early.panel.centimorgans, early.panel.positions * CM_PER_BP)
+
+    latest = load_model_dir(FORMATS / "format1")  # the last format-1 layout: only the format field missing
+    assert latest.provenance.format == 1 and latest.provenance.panels[0].samples == 199
+    assert latest.config.window.near_weight == 6 and latest.config.model.rows_per_gap == 24
+    # callers that read the JSON's keys see the current layout
+    assert early.provenance["panels"][0]["panel"] == "tests/data/panel.vcf.gz" and early.provenance.get("steps") == 12
+
+
+def test_a_new_directory_is_of_the_current_format_and_round_trips(trained):
+    stored = json.loads((trained / "provenance.json").read_text())
+    assert next(iter(stored)) == "format" and stored["format"] == format_tag(FORMAT)
+    prov = Provenance.from_json(stored)
+    assert prov.to_json() == stored and prov.format == FORMAT and prov.panels[0].samples == 199
+    checkpoint = read_checkpoint(trained / "checkpoint.pt")
+    assert checkpoint.format == FORMAT and checkpoint.step == prov.steps and checkpoint.history == prov.history
+    assert checkpoint.config == read_settings(trained)[0] and checkpoint.panel_fingerprint == prov.panel_fingerprint
+
+
+def test_the_pretrained_model_is_of_the_current_format():
+    assert read_settings(PRETRAINED_DIR)[1].format == FORMAT
+
+
+@pytest.mark.parametrize("value", [NEWER, "genimpute-model/0", "genimpute-panel/1", 2])
+def test_a_directory_of_another_format_is_refused_before_anything_is_read(value, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    stored = json.loads((FORMATS / "format1" / "provenance.json").read_text())
+    # no config, weights or panel beside it: reading any of them would fail otherwise
+    (other / "provenance.json").write_text(json.dumps({"format": value, **stored}))
+    found = value if isinstance(value, str) else repr(value)
+    with pytest.raises(ModelFormatError, match=f"expected a model of format genimpute-model/1 to "
+                                               f"genimpute-model/{FORMAT}; found {found}"):
+        load_model_dir(other)
+    msg = _error(["impute", str(TARGET_PHASED), "--model", str(other), "--out", str(tmp_path / "o.vcf.gz")])
+    assert f"found {found}" in msg and not (tmp_path / "o.vcf.gz").exists()
+    if value == NEWER:
+        assert "upgrade genimpute" in msg
+
+
+def test_a_checkpoint_of_a_newer_format_is_refused(tmp_path):
+    out = tmp_path / "m"
+    shutil.copytree(FORMATS / "format1", out)
+    torch.save({"format": NEWER, "model": "unread"}, out / "checkpoint.pt")
+    with pytest.raises(ModelFormatError, match=f"found {NEWER}"):
+        read_checkpoint(out / "checkpoint.pt")
+    msg = _error(["train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(out), *TINY, "--resume"])
+    assert "checkpoint.pt" in msg and f"found {NEWER}" in msg
+
+
+def _drop_provenance_map(d):
+    prov = json.loads((d / "provenance.json").read_text())
+    del prov["genetic_map"]
+    (d / "provenance.json").write_text(json.dumps(prov))
+
+
+def _drop_near_weight(d):
+    config = json.loads((d / "config.json").read_text())
+    del config["window"]["near_weight"]
+    (d / "config.json").write_text(json.dumps(config))
+
+
+def _drop_centimorgans(d):
+    with np.load(d / "panel.npz") as z:
+        arrays = {name: z[name] for name in z.files if name != "centimorgans"}
+    with open(d / "panel.npz", "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+@pytest.mark.parametrize("edit,fragment", [(_drop_provenance_map, "genetic_map"), (_drop_near_weight, "near_weight"),
+                                           (_drop_centimorgans, "corrupted")], ids=["map", "near_weight", "cM"])
+def test_the_current_format_lacking_what_format1_may_lack_is_malformed(edit, fragment, trained, tmp_path):
+    """What a format-1 directory reads with a default for, the current format must hold."""
+    broken = tmp_path / "broken"
+    shutil.copytree(trained, broken)
+    edit(broken)
+    with pytest.raises(CheckpointError, match=fragment):
+        load_model_dir(broken)
+
+
+def test_a_format1_checkpoint_resumes_into_the_current_format(tmp_path):
+    out = tmp_path / "m"
+    shutil.copytree(FORMATS / "format1", out)
+    run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(out), *TINY[:1], "16", *TINY[2:],
+         "--resume"])
+    before = json.loads((FORMATS / "format1" / "provenance.json").read_text())
+    resumed = load_model_dir(out).provenance
+    assert resumed.format == FORMAT and resumed.steps == 16 and read_checkpoint(out / "checkpoint.pt").format == FORMAT
+    assert [v.to_json() for v in resumed.history[:len(before["history"])]] == before["history"]
+
+
+@pytest.mark.slow
+def test_a_format1_checkpoint_resumes_to_the_uninterrupted_state(tmp_path):
+    """The committed format-1 run, resumed from step 12 to 16, has the weights of a 16-step run."""
+    shutil.copytree(FORMATS / "format1", tmp_path / "resumed")
+    args = ["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), *TINY[:1], "16", *TINY[2:]]
+    run([*args, "--out", str(tmp_path / "resumed"), "--resume"])
+    run([*args, "--out", str(tmp_path / "straight")])
+    resumed, straight = (load_model_dir(tmp_path / d).model.state_dict() for d in ("resumed", "straight"))
+    for name, value in straight.items():
+        torch.testing.assert_close(resumed[name], value, atol=1e-5, rtol=1e-4)
