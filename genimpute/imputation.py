@@ -19,7 +19,7 @@ from genimpute.config import CopyingSettings
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
-from genimpute.io.genetic_map import CM_PER_BP
+from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter
 from genimpute.model_engine import ModelEngine, ModelSource
@@ -48,8 +48,7 @@ def impute(
     batch_samples: int = 1000,
     fields: FormatFields = FormatFields(),
 ) -> dict:
-    """Impute every panel record the target does not type; write `out`
-    (returns the run's summary).
+    """Impute every panel record the target does not type into `out`; return the run's summary.
 
     The target is harmonised to the panel (genimpute.harmonise; `audit`: a
     TSV of every site's decision), phased first with `phaser` if unphased
@@ -62,6 +61,7 @@ def impute(
     `batch_samples` (the output does not depend on it); `fields`: FORMAT."""
     started = time.monotonic()
     _check_options(batch_samples, audit, force)
+    genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once: panel and phaser
     source = ModelSource(Path(model_dir), read_reference(ref) if ref is not None else None, device)
     panel = _panel_with_map(source, genetic_map, copying)
     target = read_target(target_path)

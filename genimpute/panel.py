@@ -14,7 +14,7 @@ from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
-from genimpute.io.genetic_map import CM_PER_BP, centimorgans, read_map
+from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
@@ -83,13 +83,14 @@ class ReferencePanel:
     def from_vcf(cls, path: str | Path) -> "ReferencePanel":
         return cls.from_data(read_panel(path))
 
-    def with_genetic_map(self, path: str | Path) -> "ReferencePanel":
-        """The panel with the genetic positions of `path`'s map, which must
-        cover each of the panel's contigs."""
+    def with_genetic_map(self, genetic_map: str | Path | GeneticMap) -> "ReferencePanel":
+        """The panel with the genetic positions of a map (a file, read once,
+        or a GeneticMap), which must cover each of the panel's contigs."""
+        genetic_map = genetic_map if isinstance(genetic_map, GeneticMap) else GeneticMap(genetic_map)
         cm = np.empty(len(self.positions), dtype=np.float64)
         for c, name in enumerate(self.contig_names):
             rows = self.contig_index == c
-            cm[rows] = centimorgans(self.positions[rows], *read_map(path, name))
+            cm[rows] = centimorgans(self.positions[rows], *genetic_map.on(name))
         return replace(self, centimorgans=cm)
 
     def haplotypes(self, rows: np.ndarray) -> np.ndarray:

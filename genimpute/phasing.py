@@ -44,7 +44,7 @@ import numpy as np
 
 from genimpute.config import PHASERS
 from genimpute.errors import InputError
-from genimpute.io.genetic_map import read_map
+from genimpute.io.genetic_map import GeneticMap, read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
 from genimpute.io.vcf_writer import COLUMNS, FILE_FORMAT, FORMAT_LINES
 
@@ -87,7 +87,7 @@ class _Records:
 
 def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: str, positions: np.ndarray,
                      refs: list, alts: list, samples: list, ref_samples: list, threads: int | None = None,
-                     genetic_map: str | None = None) -> np.ndarray:
+                     genetic_map: str | Path | GeneticMap | None = None) -> np.ndarray:
     """Phase target genotypes at the records of ONE contig against the
     panel's haplotypes at the same records.
 
@@ -102,7 +102,7 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: 
     threads:   Beagle's (default: the CPUs this process may use); shapeit4
                always runs on one, to be reproducible
     genetic_map: PLINK (`chrom id cM bp`) or shapeit4 (`pos chr cM`) format,
-               optionally gzipped; default: 1 cM per Mb
+               optionally gzipped, or a GeneticMap already read; default: 1 cM per Mb
 
     Returns (T, 2S) int8: heterozygous calls in the phaser's order; every
     other cell (homozygous, missing, half-missing, haploid) as given.
@@ -134,7 +134,7 @@ def _heterozygous(haps: np.ndarray) -> np.ndarray:
 
 
 def _run_phaser(tool: str, records: _Records, haps: np.ndarray, names: list, ref_haps: np.ndarray,
-                ref_names: list, threads: int, genetic_map: str | None) -> np.ndarray:
+                ref_names: list, threads: int, genetic_map: str | Path | GeneticMap | None) -> np.ndarray:
     """(T, 2S) int8 alleles of the phaser's output for the target samples
     `names`. Its input files live in a temporary directory, removed once its
     output has been read."""
@@ -281,7 +281,7 @@ def _write_vcf(path: Path, records: _Records, names: list, haps: np.ndarray, pha
 
 
 # --- genetic map -------------------------------------------------------------------
-def _write_map(tool: str, genetic_map: str | Path, contig: str, dest: Path) -> Path:
+def _write_map(tool: str, genetic_map: str | Path | GeneticMap, contig: str, dest: Path) -> Path:
     """The map's positions on `contig` in the format `tool` reads."""
     bp, cm = read_map(genetic_map, contig)
     with open(dest, "w") as handle:

@@ -9,6 +9,7 @@ at a constant 1 cM per Mb, as Beagle and shapeit4 assume.
 from __future__ import annotations
 
 import gzip
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -28,47 +29,73 @@ def _open_text(path: Path):
 _CONTIG_HEADERS = ("chr", "chrom", "chromosome", "contig")  # shapeit4's header says `chr`
 
 
-def read_map(path: str | Path, contig: str) -> tuple[np.ndarray, np.ndarray]:
-    """(bp, cM) of a genetic map's positions on `contig`, sorted: PLINK format
-    (`chrom id cM bp`, no header) or shapeit4's (`pos chr cM`, a header line)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such genetic map file")
-    key = normalise_contig(contig)
-    bp, cm, contigs, data_lines = [], [], set(), 0
-    with _open_text(path) as handle:
+class GeneticMap:
+    """A genetic map read once, every contig of it: a run reads the file
+    once, where reading it for each contig would parse a genome-wide map 22
+    times."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InputError(f"{self.path}: no such genetic map file")
+        self.names: set = set()  # the contigs as the file writes them
+        self._positions: dict = {}  # normalised contig -> (bp array('q'), cM array('d'))
+        with _open_text(self.path) as handle:
+            self._parse(handle)
+
+    def _parse(self, handle) -> None:
+        data_lines = 0
         for number, line in enumerate(handle, start=1):
             fields = line.split()
             if not fields or fields[0].startswith("#"):
                 continue
             data_lines += 1
-            if len(fields) == 4:
-                chrom, position, cmorgan = fields[0], fields[3], fields[2]
-            elif len(fields) == 3:
-                position, chrom, cmorgan = fields
-            else:
-                raise InputError(f"{path} line {number}: expected a genetic map line, PLINK `chrom id cM bp` or "
-                                 f"shapeit4 `pos chr cM`; found {len(fields)} columns")
-            try:
-                position, cmorgan = int(position), float(cmorgan)
-            except ValueError:
-                if data_lines == 1 and len(fields) == 3 and fields[1].lower() not in _CONTIG_HEADERS:
-                    raise InputError(f"{path}: a HapMap/IMPUTE2 map (`position rate cM`, one chromosome per "
-                                     "file) has no contig column; give a PLINK map (`chrom id cM bp`) or "
-                                     "shapeit4's (`pos chr cM`)") from None
-                if data_lines == 1:  # a header line, as shapeit4's maps have
-                    continue
-                raise InputError(f"{path} line {number}: expected a base-pair position and a cM value; "
-                                 f"found {line.strip()!r}") from None
-            contigs.add(chrom)
-            if normalise_contig(chrom) == key:
-                bp.append(position)
-                cm.append(cmorgan)
-    if not bp:
-        found = ", ".join(sorted(contigs)[:10]) or "no positions"
-        raise InputError(f"{path}: expected genetic map positions on contig {contig}; found {found}")
-    order = np.argsort(bp, kind="stable")
-    return np.asarray(bp, dtype=np.int64)[order], np.asarray(cm, dtype=np.float64)[order]
+            parsed = self._fields(fields, number, line, data_lines)
+            if parsed is None:  # a header line, as shapeit4's maps have
+                continue
+            chrom, position, cmorgan = parsed
+            self.names.add(chrom)
+            bp, cm = self._positions.setdefault(normalise_contig(chrom), (array("q"), array("d")))
+            bp.append(position)
+            cm.append(cmorgan)
+
+    def _fields(self, fields: list, number: int, line: str, data_lines: int):
+        """(contig, bp, cM) of one line; None for shapeit4's header line."""
+        if len(fields) == 4:
+            chrom, position, cmorgan = fields[0], fields[3], fields[2]
+        elif len(fields) == 3:
+            position, chrom, cmorgan = fields
+        else:
+            raise InputError(f"{self.path} line {number}: expected a genetic map line, PLINK `chrom id cM bp` or "
+                             f"shapeit4 `pos chr cM`; found {len(fields)} columns")
+        try:
+            return chrom, int(position), float(cmorgan)
+        except ValueError:
+            if data_lines == 1 and len(fields) == 3 and fields[1].lower() not in _CONTIG_HEADERS:
+                raise InputError(f"{self.path}: a HapMap/IMPUTE2 map (`position rate cM`, one chromosome per "
+                                 "file) has no contig column; give a PLINK map (`chrom id cM bp`) or "
+                                 "shapeit4's (`pos chr cM`)") from None
+            if data_lines == 1:
+                return None
+            raise InputError(f"{self.path} line {number}: expected a base-pair position and a cM value; "
+                             f"found {line.strip()!r}") from None
+
+    def on(self, contig: str) -> tuple[np.ndarray, np.ndarray]:
+        """(bp, cM) of the map's positions on `contig`, sorted by position."""
+        positions = self._positions.get(normalise_contig(contig))
+        if positions is None:
+            found = ", ".join(sorted(self.names)[:10]) or "no positions"
+            raise InputError(f"{self.path}: expected genetic map positions on contig {contig}; found {found}")
+        bp, cm = np.frombuffer(positions[0], dtype=np.int64), np.frombuffer(positions[1], dtype=np.float64)
+        order = np.argsort(bp, kind="stable")
+        return bp[order], cm[order]
+
+
+def read_map(path: str | Path | GeneticMap, contig: str) -> tuple[np.ndarray, np.ndarray]:
+    """(bp, cM) of a genetic map's positions on `contig`, sorted: PLINK format
+    (`chrom id cM bp`, no header) or shapeit4's (`pos chr cM`, a header line).
+    A GeneticMap already read is not read again."""
+    return (path if isinstance(path, GeneticMap) else GeneticMap(path)).on(contig)
 
 
 def centimorgans(positions: np.ndarray, map_bp: np.ndarray, map_cm: np.ndarray) -> np.ndarray:
