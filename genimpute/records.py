@@ -35,7 +35,6 @@ class Contig:
     panel_index: int | None  # None when the panel lacks this contig
 
 
-@dataclass
 @dataclass(frozen=True)
 class _Chunk:
     """A run of output records formatted together: panel records (typed and
