@@ -532,9 +532,9 @@ class ContigModel:
         """((len(segment.predicted), Q), (core_last - core_first, Q)) P(alt)
         at the segment's untyped records (none unless `untyped`) and at the
         typed sites of its core where a query has no call (NaN elsewhere);
-        queries (t, Q) int8 alleles at
-        the contig's typed sites (negative: no call); excluded (Q,) the
-        panel sample each query may not copy (-1: none)."""
+        queries (t, Q) int8 alleles at the contig's typed sites (negative:
+        no call); excluded (Q,) the panel sample each query may not copy
+        (-1: none)."""
         s = self.settings
         start, stop = self._untyped_span(segment.core_first, segment.core_last)
         if not untyped:

@@ -12,6 +12,7 @@ import numpy as np
 
 from genimpute.errors import InputError
 from genimpute.io.array_list import read_array_list
+from genimpute.io.genetic_map import GeneticMap
 from genimpute.modeldir import PanelRecord
 from genimpute.panel import ReferencePanel, array_typed_mask, read_reference
 from genimpute.windows import Window, contig_rows, window_for_block
@@ -89,6 +90,7 @@ def array_per_panel(refs: list, arrays: list) -> list:
 def training_panels(refs: list, arrays: list,
                     genetic_map: str | Path | None) -> list[tuple[ReferencePanel, np.ndarray]]:
     """Each panel, with the map's genetic positions if given, and its (records,) typed mask."""
+    genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once for every panel
     panels = []
     for ref, array in zip(refs, arrays):
         panel = read_reference(ref)

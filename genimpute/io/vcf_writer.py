@@ -2,9 +2,10 @@
 when complete.
 
 FORMAT GT:DS:GP on every biallelic record by default (GT and any of DS,
-HDS and GP: FormatFields); INFO AF (estimated alt allele frequency),
-DR2 (estimated dosage r2) and IMP on imputed records, as Beagle writes them. Sample columns are built from lookup tables of pre-formatted
-numbers, as bytes, not one format call per value.
+HDS and GP: FormatFields); INFO AF (estimated alt allele frequency), DR2
+(estimated dosage r2) and IMP on imputed records, as Beagle writes them.
+Sample columns are built from lookup tables of pre-formatted numbers, as
+bytes, not one format call per value.
 """
 
 from __future__ import annotations
