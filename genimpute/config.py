@@ -104,14 +104,9 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict, version: int = 1) -> "RunConfig":
-        """The config as config.json or checkpoint.pt of a model directory of
-        format `version` holds it: what an older format lacks takes the
-        defaults genimpute.modeldir lists for that format, where every
-        format's differences are kept. A dict of unknown age reads as the oldest."""
-        from genimpute.modeldir import upgrade_config  # modeldir imports this module
-
-        d = upgrade_config(d, version)
+    def from_dict(cls, d: dict) -> "RunConfig":
+        """From to_dict's form, every setting present (a stored config of an
+        older model-directory format is completed by genimpute.modeldir)."""
         return cls(window=WindowConfig(**d["window"]), model=ModelConfig(**d["model"]), train=TrainConfig(**d["train"]))
 
 

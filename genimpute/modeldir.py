@@ -252,7 +252,8 @@ class Checkpoint:
         _require(d, [f.name for f in fields(cls) if f.name != "format"], "checkpoint")
         return cls(d["model"], d["optimizer"], d["step"], d["elapsed"],
                    tuple(Validation.from_json(v) for v in d["history"]),
-                   RunConfig.from_dict(d["config"], version), d["panel_fingerprint"], d["initialised_from"], version)
+                   RunConfig.from_dict(upgrade_config(d["config"], version)), d["panel_fingerprint"],
+                   d["initialised_from"], version)
 
 
 # --- Files --------------------------------------------------------------------
@@ -341,7 +342,7 @@ def read_settings(directory: str | Path) -> tuple[RunConfig, Provenance]:
         if not isinstance(stored, dict):
             raise ValueError(f"expected a JSON object; found {type(stored).__name__}")
         provenance = Provenance.from_json(stored, directory / PROVENANCE)
-        config = RunConfig.from_dict(json.loads((directory / CONFIG).read_text()), provenance.format)
+        config = RunConfig.from_dict(upgrade_config(json.loads((directory / CONFIG).read_text()), provenance.format))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{directory}: config.json or provenance.json missing or malformed ({exc})") from exc
     return config, provenance

@@ -6,6 +6,7 @@ from genimpute.config import MASKED, ModelConfig, RunConfig, WindowConfig
 from genimpute.errors import GenimputeError
 from genimpute.models import REGISTRY, build_model
 from genimpute.models.kmers import alt_log_odds
+from genimpute.modeldir import upgrade_config
 from genimpute.models.msa import TiedRowAttention
 from genimpute.models.npssm import chunked_scan, reference_scan
 from genimpute.predict import window_probabilities
@@ -273,7 +274,7 @@ def test_a_config_from_before_near_weight_keeps_plain_hamming_context():
     distance keep choosing their context as they were trained to."""
     stored = RunConfig().to_dict()
     del stored["window"]["near_weight"], stored["window"]["near_sites"]
-    window = RunConfig.from_dict(stored).window
+    window = RunConfig.from_dict(upgrade_config(stored, 1)).window
     assert window.near_weight == 1
     assert RunConfig.from_dict(RunConfig().to_dict()).window.near_weight == WindowConfig().near_weight == 6
 
@@ -281,5 +282,5 @@ def test_a_config_from_before_near_weight_keeps_plain_hamming_context():
 def test_a_config_from_before_rows_per_gap_scores_every_context_row():
     stored = RunConfig().to_dict()
     del stored["model"]["rows_per_gap"]
-    assert RunConfig.from_dict(stored).model.rows_per_gap == 0
+    assert RunConfig.from_dict(upgrade_config(stored, 1)).model.rows_per_gap == 0
     assert RunConfig.from_dict(RunConfig().to_dict()).model.rows_per_gap == ModelConfig().rows_per_gap == 24
