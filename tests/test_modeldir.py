@@ -19,7 +19,7 @@ from genimpute.modeldir import (FORMAT, PRETRAINED_DIR, ModelFormatError, Proven
                                 read_checkpoint, read_settings)
 
 FORMATS = DATA / "model_formats"
-OLDER = ["format1", "format1_early_msa"]
+OLDER = ["format1", "format1_early_msa", "format2_spin"]
 # header lines that name the day, the command line and the model's path
 DATED = (b"##fileDate=", b"##genimputeCommand=", b"##genimputeModel=")
 NEWER = "genimpute-model/99"
