@@ -79,8 +79,9 @@ def train(ref: str | Path | list, array: str | Path | list, out: str | Path | No
     (default $GENIMPUTE_MODEL); return its provenance.
 
     settings: any field of genimpute.config's WindowConfig (untyped, typed,
-    context), ModelConfig (dim, layers, heads, rows_per_gap, neighbours)
-    or TrainConfig (steps, max_minutes, batch_size, lr, seed, maf_weight,
+    context), of the backbone's own config (genimpute.models: dim, layers,
+    heads, rows_per_gap for match, neighbours for spin, ...) or of
+    TrainConfig (steps, max_minutes, batch_size, lr, seed, maf_weight,
     min_array_density, checkpoint_every, validate_every, ...); the window
     defaults are the backbone's. init: a model directory to start from
     ("pretrained": the shipped model), whose backbone and size then apply.
@@ -100,28 +101,31 @@ def train(ref: str | Path | list, array: str | Path | list, out: str | Path | No
 
 def run_config(model: str, init, resume: bool, settings: dict):
     """The RunConfig of a training run: the defaults, the backbone's window,
-    then `settings` by field name; one clear error for an unknown name or a
-    value the settings refuse, before any panel is read."""
-    from genimpute.config import RunConfig
+    then `settings` by field name; one clear error for an unknown name, a
+    model setting the backbone does not read, or a value the settings
+    refuse (a window the backbone cannot read included), before any panel
+    is read. With `init`, its model's settings replace the model's."""
+    from genimpute.config import RunConfig, TrainConfig
     from genimpute.modeldir import read_settings
-    from genimpute.models import build_model, default_window
+    from genimpute.models import REGISTRY, default_window, model_config
 
-    config = RunConfig()
-    # window defaults are the backbone's, and --init's model brings its own backbone
-    backbone = model if init is None or resume else read_settings(init)[0].model.name
-    parts = {"window": default_window(backbone), "model": replace(config.model, name=model), "train": config.train}
+    # --init's model brings its own backbone and size, and so its window defaults
+    start = read_settings(init)[0].model if init is not None and not resume else None
+    name = model if start is None else start.name
+    parts = {"window": default_window(name), "train": TrainConfig()}
     names = {part: {f.name for f in dataclass_fields(value)} for part, value in parts.items()}
-    unknown = set(settings) - set().union(*names.values()) | ({"name"} & set(settings))
+    names["model"] = {f.name for entry in REGISTRY.values() for f in dataclass_fields(entry.config)}
+    unknown = set(settings) - set().union(*names.values())
     if unknown:
         raise InputError(f"expected training settings among {', '.join(sorted(set().union(*names.values())))}; "
                          f"found {', '.join(sorted(unknown))}")
+    chosen = {part: {k: v for k, v in settings.items() if k in names[part]} for part in names}
     try:
-        config = RunConfig(**{part: replace(value, **{k: v for k, v in settings.items() if k in names[part]})
-                              for part, value in parts.items()})
+        backbone = model_config(name, **chosen["model"])  # checked even where --init's replaces it
+        return RunConfig(window=replace(parts["window"], **chosen["window"]),
+                         model=backbone if start is None else start, train=replace(parts["train"], **chosen["train"]))
     except ValueError as exc:
         raise InputError(str(exc)) from exc
-    build_model(config.model)  # an unknown backbone fails here, before the panel is read
-    return config
 
 
 def evaluate(truth: str | Path, imputed: str | Path | list, *, labels: list | None = None,

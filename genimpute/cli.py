@@ -16,11 +16,13 @@ from genimpute.config import (
     CopyingSettings,
     DEFAULT_VALIDATION_FRACTION,
     PHASERS,
-    RunConfig,
+    TrainConfig,
 )
 from genimpute.errors import GenimputeError
 
-_DEFAULTS = RunConfig()
+_TRAIN_DEFAULTS = TrainConfig()
+# a flag the chosen backbone does not read is refused (genimpute.models.model_config), so these pass only when given
+_BACKBONES_OWN = "[default: the backbone's]"
 
 
 def _run(fn, *args, **kwargs):
@@ -97,38 +99,38 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--array", "array", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="Array sites: 'CHROM POS [REF ALT]' per line; once for every panel, or once per --ref in order.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
-@click.option("--model", "model_name", default=_DEFAULTS.model.name, show_default=True,
+@click.option("--model", "model_name", default="match", show_default=True,
               help="Backbone: match, msa, npssm or spin (spin learns to impute across windows only with --neighbours; "
                    "BENCHMARKS.md compares them).")
-@click.option("--steps", type=int, default=_DEFAULTS.train.steps, show_default=True, help="Training steps.")
-@click.option("--max-minutes", type=float, default=_DEFAULTS.train.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
-@click.option("--batch-size", type=int, default=_DEFAULTS.train.batch_size, show_default=True, help="Query haplotypes per step.")
-@click.option("--lr", type=float, default=_DEFAULTS.train.lr, show_default=True)
+@click.option("--steps", type=int, default=_TRAIN_DEFAULTS.steps, show_default=True, help="Training steps.")
+@click.option("--max-minutes", type=float, default=_TRAIN_DEFAULTS.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
+@click.option("--batch-size", type=int, default=_TRAIN_DEFAULTS.batch_size, show_default=True, help="Query haplotypes per step.")
+@click.option("--lr", type=float, default=_TRAIN_DEFAULTS.lr, show_default=True)
 @click.option("--untyped", type=int, default=None,
               help="U: untyped variants per window [default: the backbone's, 300 for match, 100 for the others].")
 @click.option("--typed", type=int, default=None,
               help="T: typed variants per window [default: the backbone's, 300 for match, 200 for the others].")
 @click.option("--context", type=int, default=None,
               help="k: nearest panel haplotypes per query [default: the backbone's, 128 for match, 24 for the others].")
-@click.option("--dim", type=int, default=_DEFAULTS.model.dim, show_default=True)
-@click.option("--layers", type=int, default=_DEFAULTS.model.layers, show_default=True)
-@click.option("--heads", type=int, default=_DEFAULTS.model.heads, show_default=True)
-@click.option("--rows-per-gap", type=int, default=_DEFAULTS.model.rows_per_gap, show_default=True,
+@click.option("--dim", type=int, default=None, help=f"Width of the model's layers {_BACKBONES_OWN}.")
+@click.option("--layers", type=int, default=None, help=f"Layers {_BACKBONES_OWN}.")
+@click.option("--heads", type=int, default=None, help=f"match, msa, spin: attention or scoring heads {_BACKBONES_OWN}.")
+@click.option("--rows-per-gap", type=int, default=None,
               help="match: context rows each gap between typed sites votes over, those matching the query best "
-                   "around it (0: all k).")
-@click.option("--neighbours", type=int, default=_DEFAULTS.model.neighbours, show_default=True,
-              help="spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN).")
-@click.option("--maf-weight", type=float, default=_DEFAULTS.train.maf_weight, show_default=True,
+                   f"around it (0: all k) {_BACKBONES_OWN}.")
+@click.option("--neighbours", type=int, default=None,
+              help=f"spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN) {_BACKBONES_OWN}.")
+@click.option("--maf-weight", type=float, default=_TRAIN_DEFAULTS.maf_weight, show_default=True,
               help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; match, msa and npssm).")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format: where the match backbone's "
                    "copying model expects recombination [default: 1 cM per Mb].")
-@click.option("--min-array-density", type=float, default=_DEFAULTS.train.min_array_density, show_default=True,
+@click.option("--min-array-density", type=float, default=_TRAIN_DEFAULTS.min_array_density, show_default=True,
               help="Each step keeps a random share in [x, 1] of the array's sites typed and imputes the rest, "
                    "to train for sparser arrays too (1: the array as given).")
-@click.option("--seed", type=int, default=_DEFAULTS.train.seed, show_default=True)
-@click.option("--checkpoint-every", type=int, default=_DEFAULTS.train.checkpoint_every, show_default=True, help="Steps between checkpoints.")
-@click.option("--validate-every", type=int, default=_DEFAULTS.train.validate_every, show_default=True, help="Steps between validation r2 reports.")
+@click.option("--seed", type=int, default=_TRAIN_DEFAULTS.seed, show_default=True)
+@click.option("--checkpoint-every", type=int, default=_TRAIN_DEFAULTS.checkpoint_every, show_default=True, help="Steps between checkpoints.")
+@click.option("--validate-every", type=int, default=_TRAIN_DEFAULTS.validate_every, show_default=True, help="Steps between validation r2 reports.")
 @click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--init", default=None,
               help="Start from the weights of this model directory ('pretrained': the model shipped with genimpute); "
@@ -145,12 +147,12 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
     from genimpute.modeldir import default_model_dir
 
     out = Path(out) if out else default_model_dir()
-    settings = dict(steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr, dim=dim, layers=layers,
-                    heads=heads, rows_per_gap=rows_per_gap, neighbours=neighbours, seed=seed,
+    settings = dict(steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr, seed=seed,
                     checkpoint_every=checkpoint_every, validate_every=validate_every, maf_weight=maf_weight,
                     min_array_density=min_array_density)
-    settings.update({name: v for name, v in {"untyped": untyped, "typed": typed, "context": context}.items()
-                     if v is not None})
+    given = {"untyped": untyped, "typed": typed, "context": context, "dim": dim, "layers": layers, "heads": heads,
+             "rows_per_gap": rows_per_gap, "neighbours": neighbours}
+    settings.update({name: v for name, v in given.items() if v is not None})
     dist = _run(ddp.start, distributed)
     if not dist.is_main:
         logging.getLogger().setLevel(logging.WARNING)  # one process reports progress

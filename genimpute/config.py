@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
@@ -29,34 +30,31 @@ class WindowConfig:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    name: str = "match"
+class BackboneConfig:
+    """The settings every backbone reads. Each backbone's own config
+    subclasses this beside its model (genimpute.models), adds what that
+    backbone reads and nothing else, and checks it when built; RunConfig
+    checks its window against it, so a bad combination is one error before
+    any panel is read."""
+
+    name: ClassVar[str]  # the backbone's name in genimpute.models.REGISTRY, stored with its settings
     dim: int = 32
     layers: int = 2
-    heads: int = 4
-    ffn_mult: int = 2
-    max_columns: int = 512  # longest window (U + T) the column embedding covers
-    # SPIN only
-    kmer: int = 5  # K: consecutive untyped (or typed) variants per token, 2^K classes
-    latents: int = 8  # F': latent attributes each haplotype is summarised into
-    inducing: int = 64  # h: inducing points summarising a window's panel haplotypes
-    # nearest panel haplotypes (L1 on typed sites) whose target tokens each
-    # query reads, column by column; 0 is the paper's SPIN
-    neighbours: int = 0
-    # NPSSM only
-    state: int = 16  # S: state size of each selective scan
-    # match only: each gap's vote is over this many context rows, those with
-    # the fewest mismatches with the query among the 8 typed sites on either
-    # side (the rest would get almost no weight); 0 scores all k rows
-    rows_per_gap: int = 24
 
     def __post_init__(self):
-        if self.rows_per_gap < 0:
-            raise ValueError(f"rows_per_gap must be >= 0; found {self.rows_per_gap}")
-        if self.neighbours < 0:
-            raise ValueError(f"neighbours must be >= 0; found {self.neighbours}")
-        if self.neighbours and self.name != "spin":
-            raise ValueError(f"neighbours: only the spin backbone reads neighbours; found model {self.name}")
+        self.require_at_least(dim=1, layers=1)
+
+    def require_at_least(self, **lowest: int) -> None:
+        for setting, low in lowest.items():
+            if getattr(self, setting) < low:
+                raise ValueError(f"{self.name} {setting}: expected at least {low}; found {getattr(self, setting)}")
+
+    def check_window(self, window: WindowConfig) -> None:
+        """Raise ValueError for a window geometry the backbone cannot read;
+        a backbone that reads any says nothing."""
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, **dataclasses.asdict(self)}
 
 
 @dataclass(frozen=True)
@@ -96,18 +94,17 @@ class TrainConfig:
 class RunConfig:
     """What a model directory records about how its model was built."""
 
-    window: WindowConfig = field(default_factory=WindowConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    window: WindowConfig
+    model: BackboneConfig
     train: TrainConfig = field(default_factory=TrainConfig)
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def __post_init__(self):
+        self.model.check_window(self.window)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
-        """From to_dict's form, every setting present (a stored config of an
-        older model-directory format is completed by genimpute.modeldir)."""
-        return cls(window=WindowConfig(**d["window"]), model=ModelConfig(**d["model"]), train=TrainConfig(**d["train"]))
+    def to_dict(self) -> dict:
+        """The form config.json stores (genimpute.modeldir reads it back)."""
+        return {"window": dataclasses.asdict(self.window), "model": self.model.to_dict(),
+                "train": dataclasses.asdict(self.train)}
 
 
 # Cell tokens shared by the windowing code and every backbone.

@@ -1,6 +1,6 @@
 """The model directory: what `train` writes and `impute` reads.
 
-    config.json      RunConfig (window, model, train settings)
+    config.json      RunConfig (window settings, the backbone's own settings with its name, train settings)
     model.pt         final weights
     provenance.json  the directory's format, version, command line, each panel
                      (file, array, held-out samples), the panels' fingerprint, steps
@@ -21,6 +21,7 @@ interrupted run never leaves a truncated file behind.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from genimpute.config import RunConfig
+from genimpute.config import RunConfig, TrainConfig, WindowConfig
 from genimpute.errors import CheckpointError
 from genimpute.panel import ReferencePanel
 
@@ -65,23 +66,33 @@ class ModelFormatError(CheckpointError):
 #   config model "rows_per_gap" (9a7c19c): 0, every context row scored
 #   panel.npz "centimorgans" (e001095): 1 cM per Mb
 #   provenance "genetic_map" (8ba5258): None, trained without a map
-#   any other config setting added since the first config.json: its default in
-#     genimpute.config, as before formats
+#   any other config setting added since the first config.json: its default (in
+#     genimpute.config, or the backbone's config class), as before formats
 # The rest of provenance.json (version, command, fingerprint, parameters, steps,
 # minutes, finished, history) every `train` has written: a format-1 directory without it is malformed.
 # Format 2 (issue 26): the format field; every key above present, a missing one
 # being a malformed directory. Otherwise the files of the last format-1
 # directories, so one of those becomes format 2 by adding the field.
+# Format 3: config "model" is the named backbone's own config (genimpute.models:
+# "name" and the settings that backbone reads, every one present), where formats
+# 1 and 2 stored one flat set of settings for every backbone (_FLAT_MODEL). Such a
+# set reads as the backbone's config with the settings it does not read dropped,
+# whatever their values: the model never read them, so its weights and outputs
+# do not depend on them (a format-2 npssm holds the `heads` it was given, a match
+# model SPIN's `kmer`, ...).
 #
 # Retiring format 1 is deleting its branches here (and ReferencePanel.load's
 # centimorgans_optional) and letting FIRST_FORMAT be 2.
 FORMAT_NAME = "genimpute-model"
-FIRST_FORMAT, FORMAT = 1, 2  # the oldest format read, and the one written
+FIRST_FORMAT, FORMAT = 1, 3  # the oldest format read, and the one written
 
-# config settings whose default changed when they were added: the rest take genimpute.config's
+# config settings whose default changed when they were added: the rest take their config class's
 _FORMAT1_CONFIG = {"window": {"near_weight": 1}, "model": {"rows_per_gap": 0}}
 _FORMAT1_PROVENANCE = {"processes": 1, "initialised_from": None, "genetic_map": None}
 _FORMAT1_CHECKPOINT = {"initialised_from": None}
+# the model settings of a format-2 config, for every backbone alike
+_FLAT_MODEL = ("name", "dim", "layers", "heads", "ffn_mult", "max_columns", "kmer", "latents", "inducing",
+               "neighbours", "state", "rows_per_gap")
 
 
 def format_tag(version: int) -> str:
@@ -103,14 +114,44 @@ def parse_format(value, where: str | Path) -> int:
 
 
 def upgrade_config(d: dict, version: int) -> dict:
-    """A stored config's parts (window, model, train), complete: a format-1
-    config's missing settings filled in, a later format's checked for all."""
-    defaults = RunConfig().to_dict()
+    """A stored config's parts (window, model, train) in the current form,
+    complete: a format-1 config's missing settings filled in, a later
+    format's checked for all, and before format 3 the flat model settings
+    made the named backbone's (see "Formats")."""
+    from genimpute.models import settings_of
+
+    model = d["model"] if version >= 3 else _backbone_settings(d["model"], version)
+    parts = {"window": dataclasses.asdict(WindowConfig()), "train": dataclasses.asdict(TrainConfig())}
     if version == 1:
-        return {part: {**defaults[part], **_FORMAT1_CONFIG.get(part, {}), **d[part]} for part in defaults}
-    for part, settings in defaults.items():
+        upgraded = {part: {**settings, **_FORMAT1_CONFIG.get(part, {}), **d[part]} for part, settings in parts.items()}
+        return {"window": upgraded["window"], "model": model, "train": upgraded["train"]}
+    for part, settings in parts.items():
         _require(d[part], settings, f"config {part}")
-    return d
+    _require(model, ["name", *settings_of(model["name"])], "config model")
+    return {"window": d["window"], "model": model, "train": d["train"]}
+
+
+def _backbone_settings(flat: dict, version: int) -> dict:
+    """A format-1 or 2 model dict as the named backbone's: the settings it
+    reads, the rest dropped; a format-1 one lacking any gets its default."""
+    from genimpute.models import model_config, settings_of
+
+    if version == 1:
+        flat = {**_FORMAT1_CONFIG["model"], **flat}
+    else:
+        _require(flat, _FLAT_MODEL, "config model")
+    reads = settings_of(flat["name"])
+    return model_config(flat["name"], **{k: flat[k] for k in reads if k in flat}).to_dict()
+
+
+def read_config(d: dict, version: int) -> RunConfig:
+    """The RunConfig a stored config of format `version` holds."""
+    from genimpute.models import model_config
+
+    d = upgrade_config(d, version)
+    model = {k: v for k, v in d["model"].items() if k != "name"}
+    return RunConfig(window=WindowConfig(**d["window"]), model=model_config(d["model"]["name"], **model),
+                     train=TrainConfig(**d["train"]))
 
 
 def _upgrade_provenance(d: dict, version: int) -> dict:
@@ -252,7 +293,7 @@ class Checkpoint:
         _require(d, [f.name for f in fields(cls) if f.name != "format"], "checkpoint")
         return cls(d["model"], d["optimizer"], d["step"], d["elapsed"],
                    tuple(Validation.from_json(v) for v in d["history"]),
-                   RunConfig.from_dict(upgrade_config(d["config"], version)), d["panel_fingerprint"],
+                   read_config(d["config"], version), d["panel_fingerprint"],
                    d["initialised_from"], version)
 
 
@@ -342,7 +383,7 @@ def read_settings(directory: str | Path) -> tuple[RunConfig, Provenance]:
         if not isinstance(stored, dict):
             raise ValueError(f"expected a JSON object; found {type(stored).__name__}")
         provenance = Provenance.from_json(stored, directory / PROVENANCE)
-        config = RunConfig.from_dict(upgrade_config(json.loads((directory / CONFIG).read_text()), provenance.format))
+        config = read_config(json.loads((directory / CONFIG).read_text()), provenance.format)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{directory}: config.json or provenance.json missing or malformed ({exc})") from exc
     return config, provenance

@@ -31,7 +31,7 @@ from genimpute.config import RunConfig, TrainConfig
 from genimpute.distributed import SINGLE, Distributed
 from genimpute.errors import InputError
 from genimpute.heldout import Validator
-from genimpute.models import REGISTRY
+from genimpute.models import backbone
 from genimpute.run_state import RunState, checkpoint_to_resume, initial_weights, start_run
 from genimpute.training_set import TrainingSet, array_per_panel, panels_fingerprint, training_panels
 
@@ -115,9 +115,7 @@ def train(
 
 def _check_family_settings(config: RunConfig) -> None:
     """Refuse settings the backbone's context family does not read."""
-    backbone = REGISTRY.get(config.model.name)  # an unknown name is build_model's error, in start_run
-    if backbone is not None:
-        batch_family(backbone).check_settings(config)
+    batch_family(backbone(config.model.name).model).check_settings(config)
 
 
 def _read_panels(ref: str | Path | list, array: str | Path | list,

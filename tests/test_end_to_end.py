@@ -102,9 +102,11 @@ def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp
     """The other backbones go through the same commands as the default, match (the `trained` model)."""
     base = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
             "--model", backbone, *flags]
-    run([*base, *TINY, "--out", str(tmp_path / "straight")])
-    run([*base, *TINY[:1], "8", *TINY[2:], "--out", str(tmp_path / "m")])
-    run([*base, *TINY, "--out", str(tmp_path / "m"), "--resume"])
+    heads = TINY.index("--heads")  # npssm's scans have heads of their own: it takes no --heads
+    tiny = TINY if backbone != "npssm" else TINY[:heads] + TINY[heads + 2:]
+    run([*base, *tiny, "--out", str(tmp_path / "straight")])
+    run([*base, *tiny[:1], "8", *tiny[2:], "--out", str(tmp_path / "m")])
+    run([*base, *tiny, "--out", str(tmp_path / "m"), "--resume"])
     resumed, straight = (load_model_dir(tmp_path / d) for d in ("m", "straight"))
     assert resumed.config.model.name == backbone and resumed.provenance["steps"] == 12
     for name, value in straight.model.state_dict().items():

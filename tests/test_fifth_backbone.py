@@ -1,8 +1,10 @@
-"""A fifth backbone needs its own class and a registry entry, nothing else:
-one defined here, registered by name, trains, resumes its model directory
-and imputes through the same commands as the four shipped ones."""
+"""A fifth backbone needs its own class and config and a registry entry,
+nothing else: one defined here, registered by name, trains, resumes its
+model directory and imputes through the same commands as the four shipped
+ones."""
 
 import gzip
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -12,8 +14,16 @@ from paths import ARRAY, PANEL, TARGET_PHASED
 from torch import nn
 
 from genimpute import models
-from genimpute.config import ALT, ModelConfig, WindowConfig
+from genimpute.config import ALT, BackboneConfig, WindowConfig
 from genimpute.modeldir import load_model_dir
+
+
+@dataclass(frozen=True)
+class VoteConfig(BackboneConfig):
+    """ContextVote's settings: those every backbone has, the starting scale its own."""
+
+    name = "vote"
+    scale: float = 4.0
 
 
 class ContextVote(nn.Module):
@@ -26,9 +36,9 @@ class ContextVote(nn.Module):
     default_window = WindowConfig(untyped=40, typed=30, context=8)
     queries_per_cpu_pass = 16
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: VoteConfig):
         super().__init__()
-        self.scale = nn.Parameter(torch.tensor(4.0))
+        self.scale = nn.Parameter(torch.tensor(config.scale))
         self.offset = nn.Parameter(torch.tensor(-2.0))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic=None) -> torch.Tensor:
@@ -42,7 +52,7 @@ class ContextVote(nn.Module):
 
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setitem(models.REGISTRY, "vote", ContextVote)
+    monkeypatch.setitem(models.REGISTRY, "vote", models.Backbone(ContextVote, VoteConfig))
 
 
 def test_a_backbone_registered_by_name_trains_resumes_and_imputes(registered, tmp_path):
@@ -54,6 +64,7 @@ def test_a_backbone_registered_by_name_trains_resumes_and_imputes(registered, tm
     loaded = load_model_dir(model_dir)
     assert isinstance(loaded.model, ContextVote) and loaded.provenance.steps == 8
     assert loaded.config.window == ContextVote.default_window  # the backbone's own geometry
+    assert loaded.config.model == VoteConfig()  # and its own settings, stored and read back
     out = tmp_path / "vote.vcf.gz"
     run(["-q", "impute", str(TARGET_PHASED), "--model", str(model_dir), "--out", str(out)])
     with gzip.open(out, "rt") as handle:

@@ -5,9 +5,9 @@ import pytest
 import torch
 from cli_helpers import run
 
-from genimpute.config import MASKED, ModelConfig
+from genimpute.config import MASKED
 from genimpute.models import build_model, default_window
-from genimpute.models.match import NEAR, SITES, _left_right_bounds, _prefix_sums, _range_ends, _ranges, _totals
+from genimpute.models.match import NEAR, SITES, MatchConfig, _left_right_bounds, _prefix_sums, _range_ends, _ranges, _totals
 
 
 def _tokens(b=3, k=6, m=40, seed=0):
@@ -25,7 +25,7 @@ def _cm(typed):
 
 def _model(rows_per_gap=32):
     torch.manual_seed(0)
-    return build_model(ModelConfig(name="match", dim=16, layers=2, heads=2, rows_per_gap=rows_per_gap)).eval()
+    return build_model(MatchConfig(dim=16, layers=2, heads=2, rows_per_gap=rows_per_gap)).eval()
 
 
 def test_counts_are_sums_over_each_gaps_ranges():
@@ -212,7 +212,7 @@ def test_context_rows_that_agree_with_the_query_decide_after_training():
     """A few hundred steps on a toy copying problem: the row that matches the
     query around the gap carries the answer, the others are noise."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(name="match", dim=16, layers=2, heads=2))
+    model = build_model(MatchConfig(dim=16, layers=2, heads=2))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     typed = torch.ones(41, dtype=torch.bool)
     typed[20] = False

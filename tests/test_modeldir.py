@@ -16,7 +16,10 @@ from paths import ARRAY, DATA, PANEL, TARGET_PHASED
 from genimpute.errors import CheckpointError
 from genimpute.io.genetic_map import CM_PER_BP
 from genimpute.modeldir import (FORMAT, PRETRAINED_DIR, ModelFormatError, Provenance, format_tag, load_model_dir,
-                                read_checkpoint, read_settings)
+                                read_checkpoint, read_config, read_settings)
+from genimpute.models import settings_of
+from genimpute.models.msa import MSAConfig
+from genimpute.models.spin import SPINConfig
 
 FORMATS = DATA / "model_formats"
 OLDER = ["format1", "format1_early_msa", "format2_spin"]
@@ -49,7 +52,8 @@ def test_format1_reads_with_the_defaults_of_what_it_lacks():
     (panel,) = prov.panels
     assert (panel.panel, panel.samples, panel.records, panel.typed_sites) == ("tests/data/panel.vcf.gz", None, None, 72)
     assert len(panel.validation_samples) == 10 and prov.steps == 12 and prov.history[-1].step == 12
-    assert early.config.window.near_weight == 1 and early.config.model.rows_per_gap == 0
+    # the flat settings msa reads (its rows_per_gap, which msa never read, is dropped: format 3)
+    assert early.config.window.near_weight == 1 and early.config.model == MSAConfig(dim=16, layers=1, heads=2)
     np.testing.assert_array_equal(early.panel.centimorgans, early.panel.positions * CM_PER_BP)
 
     latest = load_model_dir(FORMATS / "format1")  # the last format-1 layout: only the format field missing
@@ -59,7 +63,28 @@ def test_format1_reads_with_the_defaults_of_what_it_lacks():
     assert early.provenance["panels"][0]["panel"] == "tests/data/panel.vcf.gz" and early.provenance.get("steps") == 12
 
 
+def test_format2_reads_as_the_backbones_own_settings():
+    spin = load_model_dir(FORMATS / "format2_spin")
+    assert spin.provenance.format == 2
+    assert spin.config.model == SPINConfig(dim=8, layers=1, heads=2, max_columns=70, kmer=3, latents=2, inducing=8,
+                                           neighbours=2)
+
+
+@pytest.mark.parametrize("name", ["match", "msa", "npssm", "spin"])
+def test_a_flat_format2_model_reads_as_each_backbones_config(name):
+    """Each backbone keeps the flat settings it reads, with their values, and
+    drops the rest whatever they hold (npssm the heads it was given)."""
+    stored = json.loads((FORMATS / "format2_spin" / "config.json").read_text())
+    stored["model"] |= {"name": name} if name == "spin" else {"name": name, "neighbours": 0}  # spin's alone then
+    model = read_config(stored, 2).model.to_dict()
+    assert model == {key: stored["model"][key] for key in ["name", *settings_of(name)]}
+    del stored["model"]["state"]
+    with pytest.raises(ValueError, match="config model: expected state"):
+        read_config(stored, 2)
+
+
 def test_a_new_directory_is_of_the_current_format_and_round_trips(trained):
+    assert list(json.loads((trained / "config.json").read_text())["model"]) == ["name", *settings_of("match")]
     stored = json.loads((trained / "provenance.json").read_text())
     assert next(iter(stored)) == "format" and stored["format"] == format_tag(FORMAT)
     prov = Provenance.from_json(stored)
@@ -119,8 +144,15 @@ def _drop_centimorgans(d):
         np.savez(handle, **arrays)
 
 
+def _add_unread_setting(d):
+    config = json.loads((d / "config.json").read_text())
+    config["model"]["kmer"] = 5
+    (d / "config.json").write_text(json.dumps(config))
+
+
 @pytest.mark.parametrize("edit,fragment", [(_drop_provenance_map, "genetic_map"), (_drop_near_weight, "near_weight"),
-                                           (_drop_centimorgans, "corrupted")], ids=["map", "near_weight", "cM"])
+                                           (_drop_centimorgans, "corrupted"), (_add_unread_setting, "found kmer")],
+                         ids=["map", "near_weight", "cM", "unread"])
 def test_the_current_format_lacking_what_format1_may_lack_is_malformed(edit, fragment, trained, tmp_path):
     """What a format-1 directory reads with a default for, the current format must hold."""
     broken = tmp_path / "broken"

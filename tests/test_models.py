@@ -1,18 +1,29 @@
+import json
+
 import numpy as np
 import pytest
 import torch
+from paths import DATA
 
-from genimpute.config import MASKED, ModelConfig, RunConfig, WindowConfig
+from genimpute.config import MASKED, RunConfig, WindowConfig
 from genimpute.errors import GenimputeError
-from genimpute.models import REGISTRY, build_model
+from genimpute.models import REGISTRY, build_model, model_config, settings_of
 from genimpute.models.kmers import alt_log_odds
-from genimpute.modeldir import upgrade_config
-from genimpute.models.msa import TiedRowAttention
+from genimpute.modeldir import FORMAT, read_config
+from genimpute.models.match import MatchConfig
+from genimpute.models.msa import MSAConfig, TiedRowAttention
+from genimpute.models.spin import SPINConfig
 from genimpute.models.npssm import chunked_scan, reference_scan
 from genimpute.predict import window_probabilities
 from genimpute.windows import Window
 
-NEAREST = sorted(name for name, cls in REGISTRY.items() if not cls.shares_context)
+NEAREST = sorted(name for name, entry in REGISTRY.items() if not entry.model.shares_context)
+# a small model of each backbone: of these, the settings it reads
+SMALL = dict(dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8)
+
+
+def _small(name: str, **settings):
+    return model_config(name, **{k: v for k, v in SMALL.items() if k in settings_of(name)} | settings)
 
 
 def _tokens(b=3, r=5, m=40, seed=0):
@@ -35,7 +46,7 @@ def test_registry_has_the_four_backbones():
 
 @pytest.mark.parametrize("name", NEAREST)
 def test_forward_backward_shapes(name):
-    model = build_model(ModelConfig(name=name, dim=16, layers=2, heads=2))
+    model = build_model(_small(name))
     tokens, typed = _tokens()
     logits = model(tokens, typed, _cm(typed))
     assert logits.shape == tokens.shape
@@ -50,7 +61,7 @@ def test_forward_backward_shapes(name):
 def test_query_logits_are_the_full_passs_query_cells(name, layers):
     """Imputation's shortcut computes the same numbers as the full pass."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(name=name, dim=16, layers=layers, heads=2)).eval()
+    model = build_model(_small(name, layers=layers)).eval()
     tokens, typed = _tokens(b=4, r=7, m=50)
     with torch.no_grad():
         full = model(tokens, typed, _cm(typed))[:, 0][:, ~typed]
@@ -59,14 +70,14 @@ def test_query_logits_are_the_full_passs_query_cells(name, layers):
 
 def test_unknown_model_lists_valid_names():
     with pytest.raises(GenimputeError, match="match, msa, npssm, spin"):
-        build_model(ModelConfig(name="nonesuch"))
+        model_config("nonesuch")
 
 
 def test_msa_is_equivariant_to_context_row_order():
     """No positional embedding across rows: permuting context rows permutes
     their outputs and leaves the query's prediction unchanged."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(name="msa", dim=16, layers=2, heads=2)).eval()
+    model = build_model(MSAConfig(dim=16, layers=2, heads=2)).eval()
     tokens, typed = _tokens(b=1, r=6)
     perm = torch.tensor([0, 3, 1, 5, 2, 4])
     with torch.no_grad():
@@ -79,7 +90,7 @@ def test_tied_row_attention_matches_explicit_formula():
     """One attention map per example, logits summed over rows, scaled by
     1/sqrt(R * dh) (Rao et al. 2021)."""
     torch.manual_seed(0)
-    cfg = ModelConfig(dim=8, heads=2)
+    cfg = MSAConfig(dim=8, heads=2)
     layer = TiedRowAttention(cfg)
     x = torch.randn(2, 3, 5, 8)
     q, k, v = layer._split(x)  # (B, R, M, H, dh)
@@ -91,7 +102,7 @@ def test_tied_row_attention_matches_explicit_formula():
 
 def test_batch_elements_are_independent():
     torch.manual_seed(0)
-    model = build_model(ModelConfig(name="msa", dim=16, layers=1, heads=2)).eval()
+    model = build_model(MSAConfig(dim=16, layers=1, heads=2)).eval()
     tokens, typed = _tokens(b=4)
     with torch.no_grad():
         together = model(tokens, typed)
@@ -100,7 +111,7 @@ def test_batch_elements_are_independent():
 
 
 def test_too_many_columns_is_an_error():
-    model = build_model(ModelConfig(name="msa", dim=8, heads=2, max_columns=10))
+    model = build_model(MSAConfig(dim=8, heads=2, max_columns=10))
     tokens, typed = _tokens(m=11)
     with pytest.raises(ValueError, match="at most 10"):
         model(tokens, typed)
@@ -110,11 +121,11 @@ def test_too_many_columns_is_an_error():
 def test_checkpoint_reloads_into_an_identical_model(name, neighbours, tmp_path):
     """Weights and the config saved as a model directory does rebuild the same model."""
     torch.manual_seed(0)
-    config = RunConfig(model=ModelConfig(name=name, dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8,
-                                         neighbours=neighbours))
+    config = RunConfig(window=WindowConfig(untyped=20, typed=10),
+                       model=_small(name, **{"neighbours": neighbours} if name == "spin" else {}))
     model = build_model(config.model).eval()
     torch.save({"model": model.state_dict()}, tmp_path / "w.pt")
-    again = build_model(RunConfig.from_dict(config.to_dict()).model).eval()
+    again = build_model(read_config(config.to_dict(), FORMAT).model).eval()
     again.load_state_dict(torch.load(tmp_path / "w.pt")["model"])
     tokens, typed = _tokens(b=2, r=6, m=30)
     with torch.no_grad():
@@ -131,7 +142,7 @@ def test_checkpoint_reloads_into_an_identical_model(name, neighbours, tmp_path):
 
 def _spin(**kw):
     torch.manual_seed(0)
-    return build_model(ModelConfig(name="spin", dim=16, layers=2, heads=2, kmer=3, latents=4, inducing=8, **kw))
+    return build_model(_small("spin", **kw))
 
 
 def _nearest(n_rows: int, n_context: int, n: int, seed: int = 0):
@@ -229,14 +240,42 @@ def test_spin_imputes_a_query_the_same_whoever_else_is_imputed():
 
 
 def test_neighbours_is_a_spin_setting():
-    with pytest.raises(ValueError, match="only the spin"):
-        ModelConfig(name="msa", neighbours=4)
-    with pytest.raises(ValueError, match=">= 0"):
-        ModelConfig(name="spin", neighbours=-1)
+    with pytest.raises(ValueError, match="msa settings: expected among .*; found neighbours"):
+        model_config("msa", neighbours=4)
+    with pytest.raises(ValueError, match="spin neighbours: expected at least 0; found -1"):
+        SPINConfig(neighbours=-1)
+
+
+@pytest.mark.parametrize("name,settings,said", [
+    ("msa", dict(dim=30, heads=4), "msa heads: expected a divisor of dim 30; found 4"),
+    ("spin", dict(dim=16, heads=3), "spin heads: expected a divisor of dim 16; found 3"),
+    ("spin", dict(kmer=9), "spin kmer: expected 1 to 8 variants per token; found 9"),
+    ("npssm", dict(dim=25), "npssm dim: expected 2 x dim to split into 3 equal scan heads; found 25"),
+    ("npssm", dict(heads=2), "npssm settings: expected among dim, layers, ffn_mult, max_columns, state; found heads"),
+    ("match", dict(rows_per_gap=-1), "match rows_per_gap: expected at least 0; found -1"),
+    ("match", dict(layers=0), "match layers: expected at least 1; found 0"),
+])
+def test_a_backbone_config_refuses_what_its_model_cannot_take(name, settings, said):
+    with pytest.raises(ValueError, match=said):
+        model_config(name, **settings)
+
+
+@pytest.mark.parametrize("name", ["msa", "npssm", "spin"])
+def test_a_window_wider_than_the_column_embedding_is_refused_with_the_config(name):
+    RunConfig(window=WindowConfig(untyped=300, typed=212), model=model_config(name))  # 512 columns: the most
+    with pytest.raises(ValueError, match=f"{name} window: expected at most max_columns = 512 columns; "
+                                         "found untyped \\+ typed = 300 \\+ 213"):
+        RunConfig(window=WindowConfig(untyped=300, typed=213), model=model_config(name))
+
+
+def test_match_reads_windows_of_any_width_up_to_its_int16_counts():
+    RunConfig(window=WindowConfig(untyped=5000, typed=32767), model=MatchConfig())
+    with pytest.raises(ValueError, match="match window typed: expected at most 32767"):
+        RunConfig(window=WindowConfig(typed=32768), model=MatchConfig())
 
 
 def test_spin_too_many_columns_is_an_error():
-    model = build_model(ModelConfig(name="spin", dim=8, heads=2, max_columns=10))
+    model = build_model(SPINConfig(dim=8, heads=2, max_columns=10))
     tokens, typed = _tokens(b=1, m=11)
     with pytest.raises(ValueError, match="at most 10"):
         model.encode(tokens[0], typed)
@@ -261,7 +300,7 @@ def test_npssm_reads_rows_in_order():
     """Unlike MSA, NPSSM scans along the haplotypes: the context's order
     (nearest first) is information, so reordering it changes the query's output."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(name="npssm", dim=16, layers=1, heads=2)).eval()
+    model = build_model(_small("npssm", layers=1)).eval()
     tokens, typed = _tokens(b=1, r=6)
     with torch.no_grad():
         out = model.query_logits(tokens, typed)
@@ -269,18 +308,27 @@ def test_npssm_reads_rows_in_order():
     assert (out - reordered).abs().max() > 1e-4
 
 
+def _format1_config() -> dict:
+    """The committed format-1 directory's config.json: one flat set of model settings for every backbone."""
+    return json.loads((DATA / "model_formats" / "format1" / "config.json").read_text())
+
+
+def _current_config() -> dict:
+    return RunConfig(window=WindowConfig(), model=MatchConfig()).to_dict()
+
+
 def test_a_config_from_before_near_weight_keeps_plain_hamming_context():
     """Model directories written before the weighted nearest-haplotype
     distance keep choosing their context as they were trained to."""
-    stored = RunConfig().to_dict()
+    stored = _format1_config()
     del stored["window"]["near_weight"], stored["window"]["near_sites"]
-    window = RunConfig.from_dict(upgrade_config(stored, 1)).window
+    window = read_config(stored, 1).window
     assert window.near_weight == 1
-    assert RunConfig.from_dict(RunConfig().to_dict()).window.near_weight == WindowConfig().near_weight == 6
+    assert read_config(_current_config(), FORMAT).window.near_weight == WindowConfig().near_weight == 6
 
 
 def test_a_config_from_before_rows_per_gap_scores_every_context_row():
-    stored = RunConfig().to_dict()
+    stored = _format1_config()
     del stored["model"]["rows_per_gap"]
-    assert RunConfig.from_dict(upgrade_config(stored, 1)).model.rows_per_gap == 0
-    assert RunConfig.from_dict(RunConfig().to_dict()).model.rows_per_gap == ModelConfig().rows_per_gap == 24
+    assert read_config(stored, 1).model.rows_per_gap == 0
+    assert read_config(_current_config(), FORMAT).model.rows_per_gap == MatchConfig().rows_per_gap == 24

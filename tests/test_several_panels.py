@@ -15,6 +15,7 @@ from genimpute.config import RunConfig, TrainConfig, WindowConfig
 from genimpute.errors import CheckpointError, InputError
 from genimpute.modeldir import PANEL as PANEL_FILE
 from genimpute.modeldir import load_model_dir
+from genimpute.models.match import MatchConfig
 from genimpute.panel import ReferencePanel
 from genimpute.training import train
 from genimpute.training_set import TrainingSet
@@ -83,7 +84,7 @@ def test_array_count_must_match_the_panels(halves, tmp_path):
 
 
 def test_resume_refuses_another_set_of_panels(halves, tmp_path):
-    config = RunConfig(window=WindowConfig(untyped=40, typed=30, context=8),
+    config = RunConfig(window=WindowConfig(untyped=40, typed=30, context=8), model=MatchConfig(),
                        train=TrainConfig(steps=2, checkpoint_every=1, validate_every=2, val_windows=2))
     train(halves, ARRAY, tmp_path / "m", config, torch.device("cpu"), progress=False)
     with pytest.raises(CheckpointError, match="other panels"):

@@ -8,9 +8,9 @@ import torch
 from paths import ARRAY, PANEL
 
 from genimpute.batches import NearestContext, SharedContext, batch_family, nearest_context_batch, shared_context_batch
-from genimpute.config import MASKED, ModelConfig, RunConfig, TrainConfig
+from genimpute.config import MASKED, RunConfig, TrainConfig
 from genimpute.errors import InputError
-from genimpute.models import REGISTRY, build_model
+from genimpute.models import REGISTRY, build_model, default_window, model_config
 from genimpute.models.kmers import group_columns
 from genimpute.training import train
 from genimpute.windows import block_site_weights
@@ -92,7 +92,7 @@ def test_batch_weights_scale_the_query_loss_alone(training_set):
     plain = nearest_context_batch(ts, window, queries, 5, np.random.default_rng(5), 0.2, 4)
     weighted = nearest_context_batch(ts, window, queries, 5, np.random.default_rng(5), 0.2, 4, maf_weight=1.0)
     torch.manual_seed(0)
-    net = build_model(ModelConfig(name="msa"))
+    net = build_model(model_config("msa"))
     (q_plain, r_plain), (q_weighted, r_weighted) = plain.loss_sums(net), weighted.loss_sums(net)
     assert r_weighted.item() == pytest.approx(r_plain.item(), rel=1e-6)
     assert q_weighted.item() != pytest.approx(q_plain.item(), rel=1e-3)
@@ -105,7 +105,7 @@ def test_batch_weights_scale_the_query_loss_alone(training_set):
 def test_maf_weight_is_refused_for_spin_and_below_zero(tmp_path):
     with pytest.raises(ValueError, match="maf_weight"):
         TrainConfig(maf_weight=-1)
-    config = RunConfig(model=ModelConfig(name="spin"), train=TrainConfig(maf_weight=0.5))
+    config = RunConfig(window=default_window("spin"), model=model_config("spin"), train=TrainConfig(maf_weight=0.5))
     with pytest.raises(InputError, match="nearest-context"):
         train(PANEL, ARRAY, tmp_path / "model", config, torch.device("cpu"))
     assert not (tmp_path / "model").exists()
@@ -133,24 +133,25 @@ def test_shared_batch_neighbours_are_nearest_and_never_the_rows_own_sample(train
 
 
 def test_each_backbone_has_the_family_of_its_context():
-    families = {name: type(batch_family(cls)) for name, cls in REGISTRY.items()}
+    families = {name: type(batch_family(entry.model)) for name, entry in REGISTRY.items()}
     assert families == {"match": NearestContext, "msa": NearestContext, "npssm": NearestContext, "spin": SharedContext}
     # match is scored on the query alone: its batches hide no context cells
-    assert not batch_family(REGISTRY["match"]).reconstructs_context
-    assert batch_family(REGISTRY["msa"]).reconstructs_context
+    assert not batch_family(REGISTRY["match"].model).reconstructs_context
+    assert batch_family(REGISTRY["msa"].model).reconstructs_context
 
 
 def test_a_family_batch_is_the_batch_of_the_settings_it_reads(training_set):
     ts = training_set
-    config = RunConfig(model=ModelConfig(name="msa"), train=TrainConfig(mask_rate=0.3, mask_span=2, maf_weight=0.5))
+    config = RunConfig(window=default_window("msa"), model=model_config("msa"),
+                       train=TrainConfig(mask_rate=0.3, mask_span=2, maf_weight=0.5))
     window = ts.random_window(np.random.default_rng(7), 30, 30)
     queries = ts.train_haps[:3]
-    by_family = batch_family(REGISTRY["msa"]).training_batch(ts, window, queries, np.random.default_rng(8), config)
+    by_family = batch_family(REGISTRY["msa"].model).training_batch(ts, window, queries, np.random.default_rng(8), config)
     w = config.window
     by_hand = nearest_context_batch(ts, window, queries, w.context, np.random.default_rng(8), 0.3, 2,
                                     config.train.query_missing_rate, 0.5,
                                     block_site_weights(window.typed, w.near_sites, w.near_weight))
     for name in ("tokens", "alleles", "query_cells", "masked_cells", "weights"):
         assert torch.equal(getattr(by_family, name), getattr(by_hand, name)), name
-    unmasked = batch_family(REGISTRY["match"]).training_batch(ts, window, queries, np.random.default_rng(8), config)
+    unmasked = batch_family(REGISTRY["match"].model).training_batch(ts, window, queries, np.random.default_rng(8), config)
     assert not unmasked.masked_cells.any()

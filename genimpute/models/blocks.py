@@ -2,18 +2,49 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genimpute.config import N_TOKENS, ModelConfig, WindowConfig
+from genimpute.config import N_TOKENS, BackboneConfig, WindowConfig
+
+
+def check_columns(config: BackboneConfig, window: WindowConfig) -> None:
+    """A window's columns (U + T at most) against a column embedding of `config.max_columns`."""
+    if window.untyped + window.typed > config.max_columns:
+        raise ValueError(f"{config.name} window: expected at most max_columns = {config.max_columns} columns; "
+                         f"found untyped + typed = {window.untyped} + {window.typed}")
+
+
+def check_heads(config: BackboneConfig) -> None:
+    """Attention splits `dim` into `heads` equal parts."""
+    config.require_at_least(heads=1)
+    if config.dim % config.heads:
+        raise ValueError(f"{config.name} heads: expected a divisor of dim {config.dim}; found {config.heads}")
+
+
+@dataclass(frozen=True)
+class AxialConfig(BackboneConfig):
+    """What AxialBackbone reads; each axial backbone's config adds its mixers' settings."""
+
+    ffn_mult: int = 2  # the feed-forward block's width, in multiples of dim
+    max_columns: int = 512  # longest window (U + T) the column embedding covers
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.require_at_least(ffn_mult=1, max_columns=1)
+
+    def check_window(self, window: WindowConfig) -> None:
+        check_columns(self, window)
 
 
 class CellEmbedding(nn.Module):
     """Token + column position + typed-column flag + query-row flag.
     No embedding of row position: context rows are an unordered set."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: AxialConfig):
         super().__init__()
         self.token = nn.Embedding(N_TOKENS, config.dim)
         self.column = nn.Embedding(config.max_columns, config.dim)
@@ -46,7 +77,7 @@ class FeedForward(nn.Module):
 class AlleleHead(nn.Module):
     """One logit per cell: log-odds of the alt allele."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: BackboneConfig):
         super().__init__()
         self.norm = nn.LayerNorm(config.dim)
         self.out = nn.Linear(config.dim, 1)
@@ -88,7 +119,7 @@ class AxialBackbone(nn.Module):
     default_window = WindowConfig(untyped=100, typed=200, context=24)  # a full pass costs about k times one row
     queries_per_cpu_pass = 16  # a full pass over (1 + k) x M cells per query: larger passes gain nothing on a CPU
 
-    def __init__(self, config: ModelConfig, along_variants, along_haplotypes):
+    def __init__(self, config: AxialConfig, along_variants, along_haplotypes):
         super().__init__()
         self.config = config
         self.embed = CellEmbedding(config)

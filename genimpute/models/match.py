@@ -43,18 +43,46 @@ the context rows.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from genimpute.config import ALT, MASKED, ModelConfig, WindowConfig
+from genimpute.config import ALT, MASKED, BackboneConfig, WindowConfig
 
 # typed sites either side of a gap whose agreement with the query is counted
 SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-# typed sites either side of a gap whose mismatches choose its candidate rows (ModelConfig.rows_per_gap);
+# typed sites either side of a gap whose mismatches choose its candidate rows (MatchConfig.rows_per_gap);
 # held-out r2 of a match model trained with each NEAR: 4 0.9763, 8 0.9767, 16 0.9766, 32 0.9755 (BENCHMARKS.md)
 NEAR = 8
 # typed sites either side of the gaps of a pass that the copying model's forward-backward runs over
 HORIZON = 128
+
+
+# mismatch counts are int16 prefix sums over a window's typed sites (_weights)
+MAX_TYPED = torch.iinfo(torch.int16).max
+
+
+@dataclass(frozen=True)
+class MatchConfig(BackboneConfig):
+    """The `match` backbone's settings: `dim` is its scoring MLP's width,
+    `layers` the MLP's layers."""
+
+    name = "match"
+    heads: int = 4  # scores per candidate row, each a softmax over the candidates and a vote
+    # each gap's vote is over this many context rows, those with the fewest
+    # mismatches with the query among the NEAR typed sites on either side
+    # (the rest would get almost no weight); 0 scores all k rows
+    rows_per_gap: int = 24
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.require_at_least(heads=1, rows_per_gap=0)
+
+    def check_window(self, window: WindowConfig) -> None:
+        if window.typed > MAX_TYPED:
+            raise ValueError(f"match window typed: expected at most {MAX_TYPED} typed sites (mismatches are counted "
+                             f"in int16); found {window.typed}")
 
 
 def _left_right_bounds(typed: torch.Tensor, columns: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,7 +166,7 @@ class HaplotypeMatcher(nn.Module):
     # model time per query: 0.207 ms in passes of 64, 0.194 in 128, 0.188 in 256
     queries_per_cpu_pass = 128
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: MatchConfig):
         super().__init__()
         self.config = config
         n = 2 * len(SITES)

@@ -10,20 +10,30 @@ feed-forward block; all pre-LayerNorm with residuals.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genimpute.config import ModelConfig
-from genimpute.models.blocks import AxialBackbone
+from genimpute.models.blocks import AxialBackbone, AxialConfig, check_heads
+
+
+@dataclass(frozen=True)
+class MSAConfig(AxialConfig):
+    """The `msa` backbone's settings."""
+
+    name = "msa"
+    heads: int = 4  # of the row and the column attention
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_heads(self)
 
 
 class _Attention(nn.Module):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: MSAConfig):
         super().__init__()
-        if config.dim % config.heads:
-            raise ValueError(f"dim {config.dim} must be divisible by heads {config.heads}")
         self.heads = config.heads
         self.norm = nn.LayerNorm(config.dim)
         self.qkv = nn.Linear(config.dim, 3 * config.dim)
@@ -69,7 +79,7 @@ class ColumnAttention(_Attention):
 
 
 class MSATransformer(AxialBackbone):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: MSAConfig):
         super().__init__(config, lambda: TiedRowAttention(config), lambda: ColumnAttention(config))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:

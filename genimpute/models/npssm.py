@@ -17,16 +17,38 @@ with `mamba_ssm` installed its Triton kernel is used instead.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from genimpute.config import ModelConfig
-from genimpute.models.blocks import AxialBackbone
+from genimpute.models.blocks import AxialBackbone, AxialConfig
 
 SCAN_CHUNK = 32  # sequence positions per chunk of the CPU scan
 _EXPAND, _HEAD_DIM, _CONV = 2, 16, 4
+
+
+def _scan_heads(inner: int) -> int:
+    """Heads of a scan over `inner` channels: one per _HEAD_DIM of them, at least one."""
+    return max(1, inner // _HEAD_DIM)
+
+
+@dataclass(frozen=True)
+class NPSSMConfig(AxialConfig):
+    """The `npssm` backbone's settings. Its scans have heads of their own
+    (one per 16 channels), so it takes no `heads`."""
+
+    name = "npssm"
+    state: int = 16  # S: state size of each selective scan
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.require_at_least(state=1)
+        inner = _EXPAND * self.dim
+        if inner % _scan_heads(inner):
+            raise ValueError(f"npssm dim: expected {_EXPAND} x dim to split into {_scan_heads(inner)} equal scan "
+                             f"heads; found {self.dim}")
 
 
 def reference_scan(x, dt, a, b, c):
@@ -120,7 +142,7 @@ class BiMamba(nn.Module):
     def __init__(self, dim: int, state: int):
         super().__init__()
         self.inner, self.state = _EXPAND * dim, state
-        self.heads = max(1, self.inner // _HEAD_DIM)
+        self.heads = _scan_heads(self.inner)
         self.norm = nn.LayerNorm(dim)
         # gate z, then x, b, c for the scan, then one step size per head
         self.in_proj = nn.Linear(dim, 2 * self.inner + 2 * state + self.heads)
@@ -137,7 +159,7 @@ class BiMamba(nn.Module):
 
 
 class NPSSM(AxialBackbone):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: NPSSMConfig):
         super().__init__(config, lambda: BiMamba(config.dim, config.state), lambda: BiMamba(config.dim, config.state))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:

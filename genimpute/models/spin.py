@@ -23,16 +23,43 @@ target (`predict`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from genimpute.config import ModelConfig, WindowConfig
-from genimpute.models.blocks import CrossAttentionBlock
+from genimpute.config import BackboneConfig, WindowConfig
+from genimpute.models.blocks import CrossAttentionBlock, check_columns, check_heads
 from genimpute.models.kmers import alt_log_odds, groups_of, input_codes
 
 _ATTRIBUTE, _TARGET = 0, 1
+
+
+@dataclass(frozen=True)
+class SPINConfig(BackboneConfig):
+    """The `spin` backbone's settings."""
+
+    name = "spin"
+    heads: int = 4  # of every attention block
+    ffn_mult: int = 2  # the feed-forward blocks' width, in multiples of their input's
+    max_columns: int = 512  # longest window (U + T) the column embedding covers
+    kmer: int = 5  # K: consecutive untyped (or typed) variants per token, 2^K classes
+    latents: int = 8  # F': latent attributes each haplotype is summarised into
+    inducing: int = 64  # h: inducing points summarising a window's panel haplotypes
+    # nearest panel haplotypes (L1 on typed sites) whose target tokens each
+    # query reads, column by column; 0 is the paper's SPIN
+    neighbours: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.require_at_least(ffn_mult=1, max_columns=1, latents=1, inducing=1, neighbours=0)
+        check_heads(self)  # the blocks over latents x dim then split evenly too
+        if not 1 <= self.kmer <= 8:  # 3^K input codes: 8 is already 6,561 embeddings
+            raise ValueError(f"spin kmer: expected 1 to 8 variants per token; found {self.kmer}")
+
+    def check_window(self, window: WindowConfig) -> None:
+        check_columns(self, window)
 
 
 class Memory(NamedTuple):
@@ -49,12 +76,10 @@ class SPIN(nn.Module):
     default_window = WindowConfig(untyped=100, typed=200, context=24)
     queries_per_cpu_pass = 256  # per-query work is small kernels: 256 per pass run twice as fast as 16
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: SPINConfig):
         super().__init__()
         self.config = config
         k, e = config.kmer, config.dim
-        if not 1 <= k <= 8:
-            raise ValueError(f"kmer must be between 1 and 8; found {k}")
         self.token = nn.Embedding(3 ** k, e)
         self.column = nn.Embedding(config.max_columns, e)  # of the token's first variant
         self.kind = nn.Embedding(2, e)
