@@ -169,26 +169,40 @@ def _put_call(out, at, ds_on, hds_on, gp_on, a, b, haploid, gt_table, gt_lengths
     return at
 
 
+@nb.njit(cache=True, inline="always")
+def _is_hom_ref(p1, p2, haploid, v, s):
+    """Whether call s of record v is a diploid call certain of REF|REF, as
+    most calls at rare records are: its text is copied whole (hom_ref)."""
+    return p1[v, s] == 0 and p2[v, s] == 0 and not haploid[v, s]
+
+
 @nb.njit(cache=True)
-def _record_length(p1, p2, haploid, v, fields, gt_lengths, number_lengths):
+def _record_length(p1, p2, haploid, v, fields, gt_lengths, number_lengths, hom_ref):
     """Bytes of record v's sample columns, its tabs and its newline."""
     n = max(p1.shape[1], 1)
     ds_on, hds_on, gp_on = fields[DS], fields[HDS], fields[GP]
     for s in range(p1.shape[1]):
-        n += _call_length(ds_on, hds_on, gp_on, p1[v, s], p2[v, s], haploid[v, s], gt_lengths, number_lengths)
+        if _is_hom_ref(p1, p2, haploid, v, s):
+            n += len(hom_ref)
+        else:
+            n += _call_length(ds_on, hds_on, gp_on, p1[v, s], p2[v, s], haploid[v, s], gt_lengths, number_lengths)
     return n
 
 
 @nb.njit(cache=True)
-def _put_record(out, at, p1, p2, haploid, v, fields, gt_table, gt_lengths, numbers, number_lengths):
+def _put_record(out, at, p1, p2, haploid, v, fields, gt_table, gt_lengths, numbers, number_lengths, hom_ref):
     """Record v's sample columns, tab-separated, and its newline at out[at:]."""
     ds_on, hds_on, gp_on = fields[DS], fields[HDS], fields[GP]
     for s in range(p1.shape[1]):
         if s:
             out[at] = 9  # tab
             at += 1
-        at = _put_call(out, at, ds_on, hds_on, gp_on, p1[v, s], p2[v, s], haploid[v, s], gt_table, gt_lengths, numbers,
-                       number_lengths)
+        if _is_hom_ref(p1, p2, haploid, v, s):
+            out[at:at + len(hom_ref)] = hom_ref
+            at += len(hom_ref)
+        else:
+            at = _put_call(out, at, ds_on, hds_on, gp_on, p1[v, s], p2[v, s], haploid[v, s], gt_table, gt_lengths,
+                           numbers, number_lengths)
     out[at] = 10  # newline
 
 
@@ -200,14 +214,17 @@ def _sample_columns(p1, p2, haploid, fields, gt_table, gt_lengths, numbers, numb
     haplotypes (haploid (V, S) bool: from p1 alone). Records are measured,
     then written, in parallel: each has its place before any is written."""
     n_records = p1.shape[0]
+    hom_ref = np.empty(64, dtype=np.uint8)
+    hom_ref = hom_ref[:_put_call(hom_ref, 0, fields[DS], fields[HDS], fields[GP], 0.0, 0.0, False, gt_table, gt_lengths,
+                                 numbers, number_lengths)]
     lengths = np.empty(n_records, dtype=np.int64)
     for v in nb.prange(n_records):
-        lengths[v] = _record_length(p1, p2, haploid, v, fields, gt_lengths, number_lengths)
+        lengths[v] = _record_length(p1, p2, haploid, v, fields, gt_lengths, number_lengths, hom_ref)
     ends = np.cumsum(lengths)
     out = np.empty(ends[-1] if n_records else 0, dtype=np.uint8)
     for v in nb.prange(n_records):
         _put_record(out, ends[v] - lengths[v], p1, p2, haploid, v, fields, gt_table, gt_lengths, numbers,
-                    number_lengths)
+                    number_lengths, hom_ref)
     return out, ends
 
 
