@@ -40,12 +40,6 @@ import numpy as np
 
 from genimpute.config import CopyingSettings
 
-# posterior below which a state's alleles are not read at untyped records
-MIN_POSTERIOR = 1e-4
-# records whose minor allele has at most this many copies are read through their carriers (minor_carriers),
-# the others through the distinct sequences of their gap (gap_sequences)
-SPARSE_LIMIT = 8
-MAX_SEQUENCES = 65535  # per gap, numbered in uint16
 SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 2 x 128 x H int32 per thread
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
@@ -90,7 +84,10 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, c
     :n_chosen[g]] the haplotypes within `neighbours` of its place in the
     PBWT order at each typed site of [first, last), counting each choice in
     counts[g] (H,); excluded[g] (a sample index, or -1) is never chosen.
-    The queries walk together, site by site: each row of the index is read
+    counts are uint16, saturating: a haplotype is chosen at most twice a
+    site, so they are exact over up to 32,767 sites read, and half the bytes
+    of int32 cut the selection's time at 32,000 haplotypes by a quarter
+    (its cache misses on counts). The queries walk together, site by site: each row of the index is read
     once for all of them (one at a time, every row was a cache miss for
     each). index: (order, zeros_before, alleles) of pbwt_index, of the sites
     right to left if `reverse` (its site j is the queries' t - 1 - j)."""
@@ -113,7 +110,8 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, c
                 if counts[g, h] == 0:
                     chosen[g, n_chosen[g]] = h
                     n_chosen[g] += 1
-                counts[g, h] += 1
+                if counts[g, h] < 65535:
+                    counts[g, h] += 1
 
 
 @nb.njit(cache=True)
@@ -124,7 +122,7 @@ def _select_states(forward_index, backward_index, queries, columns, first, last,
     right) and starting there (right to left), the `max_states` most often
     chosen (ties to the lower index), ascending."""
     n_group, n, t = len(columns), forward_index[0].shape[1], queries.shape[0]
-    counts = np.zeros((n_group, n), dtype=np.int32)
+    counts = np.zeros((n_group, n), dtype=np.uint16)
     chosen = np.empty((n_group, n), dtype=np.int32)
     n_chosen = np.zeros(n_group, dtype=np.int64)
     _walk(forward_index, queries, columns, first, last, False, neighbours, excluded, counts, chosen, n_chosen)
@@ -144,13 +142,16 @@ def _select_states(forward_index, backward_index, queries, columns, first, last,
 
 
 @nb.njit(cache=True)
-def _state_alleles(alleles, states, first, last):
+def _state_alleles(haplotype_alleles, states, first, last):
     """(last - first, K) the states' alleles at typed sites [first, last),
-    gathered once for the forward and the backward sweeps."""
+    gathered once for the forward and the backward sweeps from
+    haplotype_alleles (H, t): each state's a contiguous run, where from
+    the sites' rows (t, H) each was a cache miss in a large panel."""
     out = np.empty((last - first, len(states)), dtype=np.uint8)
-    for j in range(first, last):
-        for s in range(len(states)):
-            out[j - first, s] = alleles[j, states[s]]
+    for s in range(len(states)):
+        row = haplotype_alleles[states[s]]
+        for j in range(first, last):
+            out[j - first, s] = row[j]
     return out
 
 
@@ -184,232 +185,103 @@ def _forward(state_alleles, query, first, jump_rate, error):
 
 
 @nb.njit(cache=True)
-def _allele(packed, record, haplotype):
-    return (packed[record, haplotype >> 3] >> (7 - (haplotype & 7))) & 1
+def _minor_bits(packed, records, r, byte, minor_is_alt):
+    """Byte `byte` of record r's row with a 1 for each haplotype carrying its minor allele."""
+    value = packed[records[r], byte]
+    return value if minor_is_alt[r] else 255 - value
 
 
 @nb.njit(cache=True)
-def minor_carriers(packed, records, n_haplotypes, limit):
-    """(starts, carriers, minor_is_alt, listed) of records: for each record
-    whose minor allele has at most `limit` copies (listed), the haplotypes
-    carrying it, carriers[starts[i]:starts[i + 1]] (empty for the others),
-    and which allele is minor. A rare record's P(alt) is then a sum over the
-    few carriers among a query's states."""
-    n = len(records)
+def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records):
+    """Advance cursor[h] once for each record r whose minor allele haplotype
+    h carries, records ascending, first writing r to hap_records[cursor[h]]
+    unless hap_records is empty (a count)."""
+    for r in range(len(records)):
+        for byte in range(packed.shape[1]):
+            value = _minor_bits(packed, records, r, byte, minor_is_alt)
+            if value == 0:
+                continue
+            for bit in range(8):
+                h = byte * 8 + bit
+                if h < n_haplotypes and (value >> (7 - bit)) & 1:  # past the last haplotype: padding
+                    if len(hap_records):
+                        hap_records[cursor[h]] = r
+                    cursor[h] += 1
+
+
+@nb.njit(cache=True)
+def minor_alleles(packed, records, n_haplotypes):
+    """(hap_starts (H + 1,), hap_records, alt_major) of records (packed
+    panel rows): the records whose minor allele haplotype h carries,
+    hap_records[hap_starts[h]:hap_starts[h + 1]] ascending, and the records
+    whose minor allele is REF (numbered by position in `records`).
+
+    A haplotype carries the minor allele of a few hundred records per Mb
+    whatever the panel's size (the sum of their frequencies), so summing a
+    query's states over their own lists reads a few hundred entries per
+    state and Mb, where reading every record grows with the panel's records
+    (2.3 times as many at 16,000 samples as at 1,000, most of them rare)."""
     ones = np.zeros(256, dtype=np.int64)  # set bits of each byte value
     for value in range(256):
         for bit in range(8):
             ones[value] += (value >> bit) & 1
-    alt_counts = np.zeros(n, dtype=np.int64)
-    for i in range(n):  # bits past the last haplotype are 0 (np.packbits pads with zeros)
+    alt_counts = np.zeros(len(records), dtype=np.int64)
+    for i in range(len(records)):  # bits past the last haplotype are 0 (np.packbits pads with zeros)
         for byte in range(packed.shape[1]):
             alt_counts[i] += ones[packed[records[i], byte]]
     minor_is_alt = 2 * alt_counts <= n_haplotypes
-    starts = np.zeros(n + 1, dtype=np.int64)
-    listed = np.zeros(n, dtype=np.bool_)
-    for i in range(n):
-        minor = alt_counts[i] if minor_is_alt[i] else n_haplotypes - alt_counts[i]
-        listed[i] = minor <= limit
-        starts[i + 1] = starts[i] + (minor if listed[i] else 0)
-    carriers = np.empty(starts[n], dtype=np.int32)
-    for i in range(n):
-        if starts[i + 1] == starts[i]:
-            continue
-        at = starts[i]
-        wanted = 1 if minor_is_alt[i] else 0
-        for byte in range(packed.shape[1]):
-            value = packed[records[i], byte]
-            if (value == 0 and wanted == 1) or (value == 255 and wanted == 0):
-                continue
-            for bit in range(8):
-                h = byte * 8 + bit
-                if h < n_haplotypes and ((value >> (7 - bit)) & 1) == wanted:
-                    carriers[at] = h
-                    at += 1
-    return starts, carriers, minor_is_alt, listed
+    counts = np.zeros(n_haplotypes, dtype=np.int64)
+    _scan_minor(packed, records, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32))
+    hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
+    hap_starts[1:] = np.cumsum(counts)
+    hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
+    _scan_minor(packed, records, n_haplotypes, minor_is_alt, hap_starts[:-1].copy(), hap_records)
+    return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
 
 
 @nb.njit(cache=True)
-def _number_sequences(packed, records, lo, hi, listed, n_haplotypes, ids, next_id, used):
-    """Number into ids (H,) the distinct allele sequences of the panel
-    haplotypes over records lo..hi - 1 that are not `listed`, refining the
-    partition one record at a time; return how many (-1 past MAX_SEQUENCES)."""
-    ids[:] = 0
-    n = 1
-    for r in range(lo, hi):
-        if listed[r]:
-            continue
-        m = 0
-        for h in range(n_haplotypes):
-            key = 2 * ids[h] + _allele(packed, records[r], h)
-            if next_id[key] < 0:
-                next_id[key] = m
-                used[m] = key
-                m += 1
-            ids[h] = next_id[key]
-        for i in range(m):
-            next_id[used[i]] = -1
-        n = m
-        if n > MAX_SEQUENCES:
-            return -1
-    return n
-
-
-@nb.njit(cache=True, parallel=True)
-def gap_sequences(packed, records, gap_bounds, listed, n_haplotypes):
-    """(gap_row, sequence_of, first_rep, reps): for each gap g (records
-    gap_bounds[g] .. gap_bounds[g + 1] - 1) with records not `listed`, the
-    distinct allele sequences the panel haplotypes carry over those records:
-    sequence_of[gap_row[g], h] numbers haplotype h's, and
-    reps[first_rep[gap_row[g]] + i] is a haplotype carrying sequence i.
-    gap_row is -1 for gaps with none, or with more than MAX_SEQUENCES.
-
-    Haplotypes that share a gap's sequence impute it alike, so a query's
-    states are summed by sequence first: the few sequences among them, not
-    every state, are then read at each record (as Beagle's imputation groups
-    reference haplotypes between typed markers)."""
-    n_gaps = len(gap_bounds) - 1
-    wanted = np.zeros(n_gaps, dtype=np.bool_)
-    for g in range(n_gaps):
-        for r in range(gap_bounds[g], gap_bounds[g + 1]):
-            if not listed[r]:
-                wanted[g] = True
-                break
-    gaps = np.nonzero(wanted)[0]
-    sequence_of = np.zeros((len(gaps), n_haplotypes), dtype=np.uint16)
-    n_sequences = np.zeros(len(gaps), dtype=np.int64)
-    for i in nb.prange(len(gaps)):
-        ids = np.empty(n_haplotypes, dtype=np.int32)
-        next_id = np.full(2 * n_haplotypes + 2, -1, dtype=np.int32)
-        used = np.empty(2 * n_haplotypes + 2, dtype=np.int32)
-        n_sequences[i] = _number_sequences(packed, records, gap_bounds[gaps[i]], gap_bounds[gaps[i] + 1], listed,
-                                           n_haplotypes, ids, next_id, used)
-        if n_sequences[i] > 0:
-            sequence_of[i] = ids
-    gap_row = np.full(n_gaps, -1, dtype=np.int64)
-    first_rep = np.zeros(len(gaps) + 1, dtype=np.int64)
-    for i in range(len(gaps)):
-        if n_sequences[i] > 0:
-            gap_row[gaps[i]] = i
-        first_rep[i + 1] = first_rep[i] + max(n_sequences[i], 0)
-    reps = np.full(first_rep[-1], -1, dtype=np.int32)
-    for i in nb.prange(len(gaps)):
-        if n_sequences[i] > 0:
-            for h in range(n_haplotypes):
-                at = first_rep[i] + sequence_of[i, h]
-                if reps[at] < 0:
-                    reps[at] = h
-    return gap_row, sequence_of, first_rep, reps
-
-
-@nb.njit(cache=True)
-def _above(posterior, out):
-    """Write to out the states whose posterior exceeds MIN_POSTERIOR, ascending; return how many."""
-    n = 0
-    for s in range(len(posterior)):
-        out[n] = s
-        n += posterior[s] > MIN_POSTERIOR  # branch-free: most states are below
-    return n
+def _sides(gap, last):
+    """The typed sites whose posteriors gap `gap` interpolates between:
+    those either side of it, or its one neighbour before the first typed
+    site, after the last, and after the forward-backward's last (`last` - 1)."""
+    return max(gap - 1, 0), min(gap, last - 1)
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_gap(untyped, groups, gap, states, slot, left, right, out_column, scratch):
-    """P(alt) at the untyped records of one gap between typed sites (gap
-    g: records gap_bounds[g] .. gap_bounds[g + 1] - 1) from the posteriors
-    at its left and right typed sites, interpolated by their weights (0 at
-    the left site, 1 at the right). left and right: (posteriors (K,), the
-    states above MIN_POSTERIOR, how many); slot (H,): each haplotype's index
-    among `states`, -1 for none.
-
-    A rare record (minor_carriers) reads its minor allele's carriers among
-    the states; the others, the states above MIN_POSTERIOR summed by their
-    sequence over the gap (gap_sequences), or one by one where the gap has
-    too many sequences to number."""
-    packed, records, weights, starts, carriers, minor_is_alt, listed, gap_bounds = untyped
-    if gap_bounds[gap] == gap_bounds[gap + 1]:
-        return
-    gap_row, sequence_of, first_rep, reps = groups
-    mass_left, mass_right, touched = scratch
-    row = gap_row[gap]
-    n_touched = 0
-    if row >= 0:
-        n_touched = _sum_by_sequence(sequence_of[row], states, left, mass_left, mass_right, touched, 0)
-        n_touched = _sum_by_sequence(sequence_of[row], states, right, mass_right, mass_left, touched, n_touched)
-    for r in range(gap_bounds[gap], gap_bounds[gap + 1]):
-        from_left, from_right = np.float32(0.0), np.float32(0.0)
-        if listed[r]:
-            for c in range(starts[r], starts[r + 1]):
-                s = slot[carriers[c]]
-                if s >= 0:
-                    from_left += left[0][s]
-                    from_right += right[0][s]
-            if not minor_is_alt[r]:  # the sums were of REF: the states sum to 1 at each site
-                from_left, from_right = 1 - from_left, 1 - from_right
-        elif row >= 0:
-            for i in range(n_touched):
-                if _allele(packed, records[r], reps[first_rep[row] + touched[i]]):
-                    from_left += mass_left[touched[i]]
-                    from_right += mass_right[touched[i]]
-        else:
-            from_left = _alt_mass(packed, records[r], states, left)
-            from_right = _alt_mass(packed, records[r], states, right)
-        out_column[r] = (1 - weights[r]) * from_left + weights[r] * from_right
-    for i in range(n_touched):
-        mass_left[touched[i]] = 0
-        mass_right[touched[i]] = 0
+def _impute_untyped(untyped, states, posterior, first, last, out_column):
+    """Write each untyped record's P(alt) to out_column (zeros): the
+    posteriors at the typed sites either side (_sides), interpolated by the
+    record's weight (0 at the left site, 1 at the right), summed over the
+    states that carry its minor allele (minor_alleles), and taken from 1
+    where that allele is REF."""
+    weights, record_gap, hap_starts, hap_records, alt_major = untyped[1:]
+    for s in range(len(states)):
+        for e in range(hap_starts[states[s]], hap_starts[states[s] + 1]):
+            r = hap_records[e]
+            left, right = _sides(record_gap[r], last)
+            out_column[r] += (1 - weights[r]) * posterior[left - first, s] + weights[r] * posterior[right - first, s]
+    for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
+        out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _sum_by_sequence(sequence_of, states, side, mass, other_mass, touched, n_touched):
-    """Add each state above MIN_POSTERIOR on one side (posteriors, list,
-    count) to the mass of its sequence, listing sequences not yet touched;
-    return the new count."""
-    posterior, above, n_above = side
-    for i in range(n_above):
-        s = above[i]
-        sequence = sequence_of[states[s]]
-        if mass[sequence] == 0 and other_mass[sequence] == 0:  # a state above MIN_POSTERIOR adds a positive mass
-            touched[n_touched] = sequence
-            n_touched += 1
-        mass[sequence] += posterior[s]
-    return n_touched
-
-
-@nb.njit(cache=True, fastmath=FAST)
-def _alt_mass(packed, record, states, side):
-    """The posterior mass of the states above MIN_POSTERIOR on one side that carry the alt allele."""
-    posterior, above, n_above = side
-    total = np.float32(0.0)
-    for i in range(n_above):
-        if _allele(packed, record, states[above[i]]):
-            total += posterior[above[i]]
-    return total
-
-
-@nb.njit(cache=True, fastmath=FAST)
-def _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                      untyped, groups, slot, out_column, typed_column, scratch):
-    """Forward-backward over typed sites [first, last); imputes the untyped
-    records after typed sites core_first..core_last - 1 (_impute_gap's gap
-    j + 1 follows typed site j; gap 0 is before the first typed site) into
-    out_column (none with an empty out_column), and the typed sites of the
-    core where the query has no call into typed_column (core_last -
-    core_first,), core_first first."""
-    k = len(states)
-    state_alleles = _state_alleles(alleles, states, first, last)
-    forward = _forward(state_alleles, query, first, jump_rate, error)
+def _posteriors(state_alleles, query, first, jump_rate, error):
+    """(sites, K) normalised posteriors over typed sites first .. first +
+    sites - 1: the backward sweep turns the forward probabilities into them
+    in place."""
+    n, k = state_alleles.shape
+    posterior = _forward(state_alleles, query, first, jump_rate, error)
     backward = np.ones(k, dtype=np.float32)
     emit = np.empty(k, dtype=np.float32)
-    posterior, above = np.empty(k, dtype=np.float32), np.empty(k, dtype=np.int32)
-    right, right_above, n_right_above = np.empty(k, dtype=np.float32), np.empty(k, dtype=np.int32), 0
-    for j in range(last - 1, first - 1, -1):
-        if j < last - 1:  # backward to site j from site j + 1
-            _emit(state_alleles, query[j + 1], j + 1 - first, error, emit)
+    for i in range(n - 1, -1, -1):
+        if i < n - 1:  # backward to site i from site i + 1
+            _emit(state_alleles, query[first + i + 1], i + 1, error, emit)
             total = np.float32(0.0)
             for s in range(k):
                 emit[s] *= backward[s]
                 total += emit[s]
-            stay, jump, scale = np.float32(1.0 - jump_rate[j]), np.float32(jump_rate[j] / k * total), np.float32(0.0)
+            rate = jump_rate[first + i]
+            stay, jump, scale = np.float32(1.0 - rate), np.float32(rate / k * total), np.float32(0.0)
             for s in range(k):
                 backward[s] = stay * emit[s] + jump
                 scale += backward[s]
@@ -417,46 +289,49 @@ def _impute_haplotype(alleles, query, states, first, last, core_first, core_last
                 backward[s] /= scale
         total = np.float32(0.0)
         for s in range(k):
-            posterior[s] = forward[j - first, s] * backward[s]
-            total += posterior[s]
+            posterior[i, s] *= backward[s]
+            total += posterior[i, s]
         for s in range(k):
-            posterior[s] /= total
-        if core_first <= j < core_last and query[j] < 0:
+            posterior[i, s] /= total
+    return posterior
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _impute_haplotype(haplotype_alleles, query, states, first, last, core_first, core_last, jump_rate, error,
+                      untyped, out_column, typed_column):
+    """Forward-backward over typed sites [first, last); imputes the untyped
+    records in the gaps after typed sites core_first..core_last - 1 (gap
+    j + 1 follows typed site j; gap 0 is before the first typed site) into
+    out_column (none with an empty out_column), and the typed sites of the
+    core where the query has no call into typed_column (core_last -
+    core_first,), core_first first."""
+    state_alleles = _state_alleles(haplotype_alleles, states, first, last)
+    posterior = _posteriors(state_alleles, query, first, jump_rate, error)
+    for j in range(core_first, core_last):
+        if query[j] < 0:
             alt = 0.0
-            for s in range(k):
-                alt += posterior[s] * state_alleles[j - first, s]
+            for s in range(len(states)):
+                alt += posterior[j - first, s] * state_alleles[j - first, s]
             typed_column[j - core_first] = alt
-        if not len(out_column):  # typed sites only
-            continue
-        here = (posterior, above, _above(posterior, above))
-        if core_first <= j < core_last:  # after the last typed site: its posterior alone
-            _impute_gap(untyped, groups, j + 1, states, slot, here,
-                        (right, right_above, n_right_above) if j < last - 1 else here, out_column, scratch)
-        if j == core_first == 0:  # before the first typed site: its posterior alone
-            _impute_gap(untyped, groups, 0, states, slot, here, here, out_column, scratch)
-        posterior, right = right, posterior  # site j is the next one's right: its arrays are kept, not copied
-        above, right_above, n_right_above = right_above, above, here[2]
+    if not len(out_column):  # typed sites only
+        return
+    _impute_untyped(untyped, states, posterior, first, last, out_column)
 
 
 @nb.njit(cache=True, parallel=True)
-def _impute_segment(queries, excluded, forward_index, backward_index, first, last, core_first, core_last,
-                    jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, groups, n_threads):
+def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, first, last, core_first,
+                    core_last, jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, n_threads):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
-    haplotypes (queries (t, Q) int8) at the untyped records of untyped[1]
+    haplotypes (queries (t, Q) int8) at the untyped records of untyped[0]
     (none if it is empty) and at the typed sites of the core where a query
     has no call (NaN at the others). The typed output spans the core, not
     the contig: (Q, t) for every segment cost 0.5 GB and its filling for a
     batch of 1,000 samples on a contig of 60,000 typed sites."""
-    alleles = forward_index[2]
-    n_queries, n_haplotypes = queries.shape[1], alleles.shape[1]
-    out = np.zeros((n_queries, len(untyped[1])), dtype=np.float32)
+    n_queries, n_haplotypes = queries.shape[1], haplotype_alleles.shape[0]
+    out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
     # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
     jump_rate = -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
-    first_rep = groups[2]
-    n_sequences = 1
-    for i in range(len(first_rep) - 1):
-        n_sequences = max(n_sequences, first_rep[i + 1] - first_rep[i])
     # groups small enough that a small cohort still keeps every thread busy
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
@@ -465,14 +340,8 @@ def _impute_segment(queries, excluded, forward_index, backward_index, first, las
                                              neighbours, max_states, excluded[columns])
         for g in range(len(columns)):
             q = columns[g]
-            states = states_of[g, :n_states[g]].copy()
-            query = queries[:, q].copy()
-            slot = np.full(n_haplotypes, -1, dtype=np.int32)
-            slot[states] = np.arange(len(states), dtype=np.int32)
-            scratch = (np.zeros(n_sequences, dtype=np.float32), np.zeros(n_sequences, dtype=np.float32),
-                       np.empty(2 * len(states), dtype=np.int32))
-            _impute_haplotype(alleles, query, states, first, last, core_first, core_last, jump_rate, error,
-                              untyped, groups, slot, out[q], typed_out[q], scratch)
+            _impute_haplotype(haplotype_alleles, queries[:, q].copy(), states_of[g, :n_states[g]].copy(), first, last,
+                              core_first, core_last, jump_rate, error, untyped, out[q], typed_out[q])
     return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
@@ -498,6 +367,7 @@ class ContigModel:
         self.untyped_rows = rows[~typed_mask[rows]]
         self.alleles = np.ascontiguousarray(panel.haplotypes(self.typed_rows))  # (t, H)
         self.forward_index = (*pbwt_index(self.alleles), self.alleles)
+        self.haplotype_alleles = np.ascontiguousarray(self.alleles.T)  # (H, t)
         reversed_alleles = np.ascontiguousarray(self.alleles[::-1])
         self.backward_index = (*pbwt_index(reversed_alleles), reversed_alleles)
         cm = panel.centimorgans
@@ -539,24 +409,24 @@ class ContigModel:
         start, stop = self._untyped_span(segment.core_first, segment.core_last)
         if not untyped:
             stop = start
-        untyped_records, groups = self._untyped_tables(start, stop)
+        untyped_records = self._untyped_tables(start, stop)
         return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
-                               self.forward_index, self.backward_index, segment.first, segment.last,
+                               self.forward_index, self.backward_index, self.haplotype_alleles, segment.first, segment.last,
                                segment.core_first, segment.core_last, self.jump_cm, s.neighbours, s.max_states,
-                               float(s.ne), s.haplotype_offset, s.error, untyped_records, groups,
+                               float(s.ne), s.haplotype_offset, s.error, untyped_records,
                                nb.get_num_threads())
 
     def _untyped_tables(self, start: int, stop: int) -> tuple:
-        """The untyped records start..stop - 1 as _impute_segment reads them,
-        with their carriers and gap sequences. Built again for each batch of
-        samples: kept from one batch to the next, they raised the peak memory
-        of 10,020 targets on the 4,000-sample panel from 0.57 to 0.72 GB."""
+        """The untyped records start..stop - 1 as _impute_segment reads them:
+        (records, weights, gap of each, *minor_alleles). Built again for each
+        batch of samples: kept from one batch to the next, the tables raised
+        the peak memory of 10,020 targets on the 4,000-sample panel from 0.57
+        to 0.72 GB."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
-        n_haplotypes = self.alleles.shape[1]
-        carriers = minor_carriers(self.packed, records, n_haplotypes, SPARSE_LIMIT)
-        groups = gap_sequences(self.packed, records, local_bounds, carriers[3], n_haplotypes)
-        return (self.packed, records, self.weights[start:stop], *carriers, local_bounds), groups
+        record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds))
+        return (records, self.weights[start:stop], record_gap,
+                *minor_alleles(self.packed, records, self.alleles.shape[1]))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -14,7 +14,7 @@ from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
 from genimpute.config import CopyingSettings
-from genimpute.copying import ContigModel, minor_carriers, pbwt_index
+from genimpute.copying import ContigModel, minor_alleles, pbwt_index
 from genimpute.panel import ReferencePanel
 
 
@@ -217,17 +217,16 @@ def test_a_compact_panel_imputes_as_its_vcf_and_a_foreign_file_is_refused(tmp_pa
     assert result.exit_code == 1 and "expected a compact panel of format" in result.output
 
 
-def test_minor_carriers_are_the_haplotypes_of_each_records_minor_allele():
+def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele():
     rng = np.random.default_rng(6)
     alleles = (rng.random((50, 37)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 37: a ragged last byte
-    records = np.arange(50, dtype=np.int64)
-    starts, carriers, minor_is_alt, listed = minor_carriers(np.packbits(alleles, axis=1), records, 37, 10)
-    for r in records:
-        minor = alleles[r] if minor_is_alt[r] else 1 - alleles[r]
-        assert minor_is_alt[r] == (2 * alleles[r].sum() <= 37)
-        expected = np.nonzero(minor)[0] if minor.sum() <= 10 else []
-        assert carriers[starts[r]:starts[r + 1]].tolist() == list(expected)
-        assert listed[r] == (minor.sum() <= 10)
+    records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
+    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles, axis=1), records, 37)
+    minor_is_alt = 2 * alleles[records].sum(axis=1) <= 37
+    assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
+    minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
+    for h in range(37):
+        assert hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() == np.flatnonzero(minor[:, h]).tolist()
 
 
 def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):
