@@ -35,6 +35,12 @@ ratio() {  # ratio A B : A's wall time and peak RSS over B's
   printf '  %s / %s: wall %.1fx, peak RSS %.1fx\n' "$1" "$2" "$(echo "$wa / $wb" | bc -l)" "$(echo "$ma / $mb" | bc -l)"
 }
 
+per_target() {  # per_target NAME SMALL LARGE : (wall(NAME.LARGE) - wall(NAME.SMALL)) / (LARGE - SMALL), in ms
+  local small large
+  read -r small _ < "$1.$2.time"; read -r large _ < "$1.$3.time"
+  printf '  %-28s %6.2f ms per target beyond %d\n' "$1" "$(echo "1000 * ($large - $small) / ($3 - $2)" | bc -l)" "$2"
+}
+
 minimac4_run() {  # minimac4_run NAME PANEL TARGETS : compress the panel (not timed), then impute
   minimac4 --compress-reference "$2" > "$1.msav" 2> "$1.compress.log"
   timed "$1" minimac4 -t 2 -f GT,DS,HDS -O vcf.gz -o "$1.vcf.gz" "$1.msav" "$3"

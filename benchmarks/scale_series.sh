@@ -6,8 +6,10 @@
 # included), Beagle 5.4 (the VCF panel) and Minimac4, each with the map and 2
 # threads, one tool at a time. For each panel size and cohort size: wall time
 # and peak RSS (the median of ROUNDS runs), the ratio to Beagle's, and
-# aggregate r2 by MAF bin against the targets' truth. The conversions' and
-# Minimac4's compression times are printed once per panel.
+# aggregate r2 by MAF bin against the targets' truth; with two cohort sizes
+# or more, each tool's time per target between the smallest and the largest
+# (issue 24). The conversions' and Minimac4's compression times are printed
+# once per panel.
 #
 #   bash benchmarks/scale_series.sh SCALE_DIR [out dir]   (default benchmarks/out/scale)
 #   env: PANELS (default "1000 4000 16000"), COHORTS (default "100 1000"),
@@ -60,4 +62,11 @@ for p in $panels; do
     genimpute evaluate --truth "truth.$n.vcf.gz" --ref "$panel" --labels "${labels}beagle,minimac4" \
       "${files[@]}" "beagle.$job.vcf.gz" "minimac4.$job.vcf.gz" | tee "r2.$job.txt"
   done
+  mapfile -t sizes < <(for n in $cohorts; do echo "$n"; done | sort -n)
+  smallest=${sizes[0]} largest=${sizes[-1]}
+  if [[ $smallest != "$largest" ]]; then
+    echo "panel $p samples, time per target (the wall times' difference over the cohorts' difference):"
+    for e in $engines; do per_target "genimpute_$e.$p" "$smallest" "$largest"; done
+    per_target "beagle.$p" "$smallest" "$largest"; per_target "minimac4.$p" "$smallest" "$largest"
+  fi
 done
