@@ -85,9 +85,10 @@ def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list
     panel_haps = panel.haplotypes(aln.panel_rows).astype(np.int16)
     panel_dosage = panel_haps[:, 0::2] + panel_haps[:, 1::2]  # (T, N)
     del panel_haps
-    # per panel sample and site, as float32 for matrix products: alt carried, dosage 1, dosage 2
-    panel_sides = [(panel_dosage > 0).astype(np.float32), (panel_dosage == 1).astype(np.float32),
-                   (panel_dosage == 2).astype(np.float32)]
+    # per panel sample and site, as float32 for matrix products (exact: counts below 2^24): alt carried, and
+    # dosage 1 over dosage 2, stacked so that agreement is one product
+    panel_sides = [(panel_dosage > 0).astype(np.float32),
+                   np.concatenate([panel_dosage == 1, panel_dosage == 2]).astype(np.float32)]
     closest, informative, agree = (np.zeros(len(target_samples), dtype=np.int64) for _ in range(3))
     for start in range(0, len(target_samples), block):
         samples = np.arange(start, min(start + block, len(target_samples)))
@@ -120,19 +121,21 @@ def write_sample_audit(path: Path, matches: PanelMatches, panel_samples: list, t
                           f"{matches.concordance[s]:.4f}", f"{matches.span_bp / 1e6:.2f}"])
 
 
-def _closest_genotypes(haplotypes: np.ndarray, panel_alt, panel_het, panel_hom) -> tuple:
+def _closest_genotypes(haplotypes: np.ndarray, panel_alt, panel_het_hom) -> tuple:
     """For each of B target samples (haplotypes (T, 2B)): the panel sample
     whose genotypes agree with its own at the largest share of at least
     _MIN_SITES_FOR_IDENTITY informative sites (where either carries an alt
     allele), -1 for none; the informative sites and those agreeing with
-    it. panel_*: (T, N) float32."""
+    it. panel_alt: (T, N) float32, panel_het_hom (2T, N): dosage 1 over
+    dosage 2. Three products' worth of (B, T) by (T, N), the cost that
+    grows with the panel."""
     target = haplotypes.astype(np.int16)
-    called = ((target[:, 0::2] >= 0) & (target[:, 1::2] >= 0)).astype(np.float32)  # (T, B) diploid calls
-    dosage = np.where(called > 0, target[:, 0::2] + target[:, 1::2], -1)
-    target_alt = (dosage > 0).astype(np.float32)
-    # sites where either carries an alt allele, and where both agree on it
-    informative = target_alt.sum(axis=0)[:, None] + called.T @ panel_alt - target_alt.T @ panel_alt
-    agree = (dosage == 1).astype(np.float32).T @ panel_het + (dosage == 2).astype(np.float32).T @ panel_hom
+    called = (target[:, 0::2] >= 0) & (target[:, 1::2] >= 0)  # (T, B) diploid calls
+    dosage = np.where(called, target[:, 0::2] + target[:, 1::2], -1)
+    # sites where either carries an alt allele: the target's own, and its called REF/REF sites where the panel
+    # sample carries one; and those where both agree on it
+    informative = (dosage > 0).sum(axis=0, dtype=np.float32)[:, None] + (dosage == 0).astype(np.float32).T @ panel_alt
+    agree = np.concatenate([dosage == 1, dosage == 2]).astype(np.float32).T @ panel_het_hom
     share = np.where(informative >= _MIN_SITES_FOR_IDENTITY, agree / np.maximum(informative, 1), -1)
     best = np.argmax(share, axis=1)
     rows = np.arange(len(best))
