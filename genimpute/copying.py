@@ -357,19 +357,15 @@ class Segment:
 
 
 class ContigModel:
-    """A contig's typed sites in the panel, indexed once for every segment
-    and every target haplotype."""
+    """A contig's typed sites in the panel, each segment's PBWT index and
+    untyped tables built once for every target haplotype (and every batch
+    of them)."""
 
     def __init__(self, panel, contig: int, typed_mask: np.ndarray, settings: CopyingSettings):
         rows = np.nonzero(panel.contig_index == contig)[0]
-        self.contig, self.settings, self.packed = contig, settings, panel.packed
+        self.contig, self.settings, self.panel = contig, settings, panel
         self.typed_rows = rows[typed_mask[rows]]
         self.untyped_rows = rows[~typed_mask[rows]]
-        self.alleles = np.ascontiguousarray(panel.haplotypes(self.typed_rows))  # (t, H)
-        self.forward_index = (*pbwt_index(self.alleles), self.alleles)
-        self.haplotype_alleles = np.ascontiguousarray(self.alleles.T)  # (H, t)
-        reversed_alleles = np.ascontiguousarray(self.alleles[::-1])
-        self.backward_index = (*pbwt_index(reversed_alleles), reversed_alleles)
         cm = panel.centimorgans
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
@@ -405,28 +401,56 @@ class ContigModel:
         queries (t, Q) int8 alleles at the contig's typed sites (negative:
         no call); excluded (Q,) the panel sample each query may not copy
         (-1: none)."""
-        s = self.settings
+        s, first = self.settings, segment.first
         start, stop = self._untyped_span(segment.core_first, segment.core_last)
         if not untyped:
             stop = start
-        untyped_records = self._untyped_tables(start, stop)
-        return _impute_segment(np.ascontiguousarray(queries, dtype=np.int8), excluded.astype(np.int64),
-                               self.forward_index, self.backward_index, self.haplotype_alleles, segment.first, segment.last,
-                               segment.core_first, segment.core_last, self.jump_cm, s.neighbours, s.max_states,
-                               float(s.ne), s.haplotype_offset, s.error, untyped_records,
-                               nb.get_num_threads())
+        forward_index, backward_index, haplotype_alleles, untyped_records = self._build(segment, start, stop)
+        return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
+                               excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles, 0,
+                               segment.last - first, segment.core_first - first, segment.core_last - first,
+                               self.jump_cm[first:segment.last - 1], s.neighbours, s.max_states, float(s.ne),
+                               s.haplotype_offset, s.error, untyped_records, nb.get_num_threads())
 
-    def _untyped_tables(self, start: int, stop: int) -> tuple:
+    def _build(self, segment: Segment, start: int, stop: int) -> tuple:
+        """(forward index, backward index, alleles (H, sites), untyped
+        tables) of the segment's typed sites [first, last), numbered from
+        first, and of untyped records start..stop - 1. Each is built when
+        first asked for and kept until another is: imputation goes segment
+        by segment, every batch of samples in each, and the whole contig's
+        index took 19 bytes per typed site and haplotype (24 GB for 40,000
+        sites of 16,000 samples), a segment's a few percent of that."""
+        first, last = segment.first, segment.last
+        index = self._kept("_held_index", (first, last), lambda: self._index(first, last))
+        tables = self._kept("_held_tables", (start, stop, first), lambda: self._untyped_tables(start, stop, first))
+        return (*index, tables)
+
+    def _kept(self, name: str, key: tuple, make) -> tuple:
+        """make()'s value for key, held in attribute `name` until another
+        key's is asked for (and freed before that one is made)."""
+        held = getattr(self, name, (None, None))
+        if held[0] != key:
+            setattr(self, name, (None, None))
+            setattr(self, name, (key, make()))
+        return getattr(self, name)[1]
+
+    def _index(self, first: int, last: int) -> tuple:
+        """PBWT indexes of typed sites [first, last) left to right and right
+        to left, and their alleles haplotype by haplotype (H, last - first)."""
+        alleles = np.ascontiguousarray(self.panel.haplotypes(self.typed_rows[first:last]))
+        reversed_alleles = np.ascontiguousarray(alleles[::-1])
+        return ((*pbwt_index(alleles), alleles), (*pbwt_index(reversed_alleles), reversed_alleles),
+                np.ascontiguousarray(alleles.T))
+
+    def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:
-        (records, weights, gap of each, *minor_alleles). Built again for each
-        batch of samples: kept from one batch to the next, the tables raised
-        the peak memory of 10,020 targets on the 4,000-sample panel from 0.57
-        to 0.72 GB."""
+        (records, weights, gap of each numbered from typed site `first`'s,
+        *minor_alleles)."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
-        record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds))
+        record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first
         return (records, self.weights[start:stop], record_gap,
-                *minor_alleles(self.packed, records, self.alleles.shape[1]))
+                *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -132,6 +132,24 @@ def test_segments_cover_every_untyped_record_once_and_agree_with_one_pass():
     assert np.abs(one - split).mean() < 0.01
 
 
+def test_each_segment_is_indexed_on_its_own_typed_sites_and_imputes_its_records():
+    """A query copying one panel haplotype gets its alleles in every segment
+    (their sites numbered from the segment's first), and the index kept is
+    the segment's, not the contig's (19 bytes per typed site and haplotype)."""
+    rng = np.random.default_rng(8)
+    alleles = rng.integers(0, 2, (1200, 40)).astype(np.uint8)
+    typed = rng.random(1200) < 0.3
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings(segment_sites=60, margin_sites=20))
+    query = alleles[typed][:, [13]].astype(np.int8)
+    segments = model.segments()
+    assert len(segments) > 4
+    for segment in segments:
+        got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
+        np.testing.assert_allclose(got, alleles[segment.predicted, 13], atol=0.01)
+        order = model._held_index[1][0][0]
+        assert order.shape == (segment.last - segment.first + 1, 40)
+
+
 def test_outputs_do_not_depend_on_the_thread_count():
     rng, alleles, typed, model, segment = _random_model(5, 500, 50, 0.3)
     queries = rng.integers(0, 2, (typed.sum(), 20)).astype(np.int8)
