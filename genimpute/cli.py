@@ -83,9 +83,8 @@ def main(ctx, verbose, quiet):
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     ctx.obj = {"progress": not quiet and sys.stderr.isatty() or verbose > 0}
     signal.signal(signal.SIGTERM, _terminate)
-    from genimpute.runtime import single_threaded_blas, skip_final_collection, tune_allocator
+    from genimpute.runtime import single_threaded_blas, skip_final_collection
 
-    tune_allocator()
     single_threaded_blas()
     skip_final_collection()
 
