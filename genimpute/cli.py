@@ -83,8 +83,9 @@ def main(ctx, verbose, quiet):
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     ctx.obj = {"progress": not quiet and sys.stderr.isatty() or verbose > 0}
     signal.signal(signal.SIGTERM, _terminate)
-    from genimpute.runtime import single_threaded_blas, skip_final_collection
+    from genimpute.runtime import single_threaded_blas, skip_final_collection, tune_allocator
 
+    tune_allocator()
     single_threaded_blas()
     skip_final_collection()
 

@@ -32,9 +32,8 @@ class ModelSource:
     def loaded(self):
         if self._loaded is None:
             from genimpute.modeldir import load_model_dir
-            from genimpute.runtime import pick_device, tune_allocator
+            from genimpute.runtime import pick_device
 
-            tune_allocator()
             self._loaded = load_model_dir(self.model_dir, self.panel)
             device = pick_device(self.device_name) if isinstance(self.device_name, str) else self.device_name
             self._loaded.model.to(device)

@@ -37,10 +37,7 @@ def tune_allocator() -> None:
     """Keep freed memory in the heap instead of returning it to the OS after
     every tensor: measured ~3x faster forward passes on CPU here (see DESIGN.md).
     Same effect as MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1e11
-    MALLOC_TOP_PAD_=1 GiB; a no-op where glibc's mallopt is absent. Called
-    where torch runs (a model loaded, training), not for the copying engine:
-    there the heap kept what each batch of samples freed, and 10,020 targets
-    peaked at 1.28 times the memory of 1,000 (1.02 times without it)."""
+    MALLOC_TOP_PAD_=1 GiB; a no-op where glibc's mallopt is absent."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:

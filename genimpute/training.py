@@ -33,7 +33,6 @@ from genimpute.errors import InputError
 from genimpute.heldout import Validator
 from genimpute.models import backbone
 from genimpute.run_state import RunState, checkpoint_to_resume, initial_weights, start_run
-from genimpute.runtime import tune_allocator
 from genimpute.training_set import TrainingSet, array_per_panel, panels_fingerprint, training_panels
 
 log = logging.getLogger(__name__)
@@ -94,7 +93,6 @@ def train(
     Under torchrun, `dist` shares each batch among the processes (see
     genimpute.distributed); only its main process writes."""
     out = Path(out)
-    tune_allocator()
     init_model, config = initial_weights(init, resume, config)
     _check_family_settings(config)
     refs, arrays, panels = _read_panels(ref, array, genetic_map)
