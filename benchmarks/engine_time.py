@@ -1,0 +1,46 @@
+"""The copying engine alone, per target haplotype: one segment of the scale
+series imputed for every haplotype of a cohort on one thread (no reading,
+formatting or writing), the best of ROUNDS runs. How its cost grows with the
+panel, apart from the output that grows with the panel's records.
+
+    python benchmarks/engine_time.py SEED_DIR PANEL_SAMPLES TARGETS [ROUNDS]
+
+SEED_DIR: a scale_series.sh output directory (panel.N.gpanel, targets.N.vcf.gz).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numba
+import numpy as np
+
+from genimpute.config import CopyingSettings
+from genimpute.copying import ContigModel
+from genimpute.io.vcf_reader import read_target
+from genimpute.panel import align_target, read_reference
+
+
+def main() -> None:
+    seed_dir, panel_samples, targets, *rest = sys.argv[1:]
+    rounds = int(rest[0]) if rest else 3
+    panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
+    aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
+    model = ContigModel(panel, 0, aln.typed_records(len(panel)), CopyingSettings())
+    [segment] = model.segments()
+    queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
+    excluded = np.full(queries.shape[1], -1, dtype=np.int64)
+    numba.set_num_threads(1)
+    model.probabilities(segment, queries[:, :4], excluded[:4])  # compiled, and the segment's index built
+    seconds = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        model.probabilities(segment, queries, excluded)
+        seconds.append(time.perf_counter() - started)
+    print(f"panel {panel_samples} samples, {queries.shape[1]} haplotypes: {1000 * min(seconds) / queries.shape[1]:.2f} "
+          f"ms per haplotype (best of {rounds})")
+
+
+if __name__ == "__main__":
+    main()
