@@ -357,15 +357,15 @@ class Segment:
 
 
 class ContigModel:
-    """A contig's typed sites in the panel, each segment's PBWT index and
-    untyped tables built once for every target haplotype (and every batch
-    of them)."""
+    """A contig's typed sites in the panel, each segment's PBWT index built
+    once for all its target haplotypes, batch after batch."""
 
     def __init__(self, panel, contig: int, typed_mask: np.ndarray, settings: CopyingSettings):
         rows = np.nonzero(panel.contig_index == contig)[0]
         self.contig, self.settings, self.panel = contig, settings, panel
         self.typed_rows = rows[typed_mask[rows]]
         self.untyped_rows = rows[~typed_mask[rows]]
+        self._index_of: tuple = (None, None)  # ((first, last), _index of those typed sites)
         cm = panel.centimorgans
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
@@ -425,17 +425,10 @@ class ContigModel:
         4,000-sample panel from 0.57 to 0.69 GB (the heap, which keeps what
         is freed (runtime.tune_allocator), fragmented)."""
         first, last = segment.first, segment.last
-        index = self._kept("_held_index", (first, last), lambda: self._index(first, last))
-        return (*index, self._untyped_tables(start, stop, first))
-
-    def _kept(self, name: str, key: tuple, make) -> tuple:
-        """make()'s value for key, held in attribute `name` until another
-        key's is asked for (and freed before that one is made)."""
-        held = getattr(self, name, (None, None))
-        if held[0] != key:
-            setattr(self, name, (None, None))
-            setattr(self, name, (key, make()))
-        return getattr(self, name)[1]
+        if self._index_of[0] != (first, last):
+            self._index_of = (None, None)  # the last segment's freed before this one's is built
+            self._index_of = (first, last), self._index(first, last)
+        return (*self._index_of[1], self._untyped_tables(start, stop, first))
 
     def _index(self, first: int, last: int) -> tuple:
         """PBWT indexes of typed sites [first, last) left to right and right
@@ -447,8 +440,8 @@ class ContigModel:
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:
-        (records, weights, gap of each numbered from typed site `first`'s,
-        *minor_alleles)."""
+        (records, weights, each one's gap in the numbering of typed sites
+        from `first`, *minor_alleles)."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
         record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first

@@ -146,7 +146,7 @@ def test_each_segment_is_indexed_on_its_own_typed_sites_and_imputes_its_records(
     for segment in segments:
         got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
         np.testing.assert_allclose(got, alleles[segment.predicted, 13], atol=0.01)
-        order = model._held_index[1][0][0]
+        order = model._index_of[1][0][0]
         assert order.shape == (segment.last - segment.first + 1, 40)
 
 
