@@ -120,6 +120,22 @@ def test_format_fields_choose_and_order_each_calls_values():
             assert [float(x) for x in hds.split(",")] == pytest.approx(want, abs=0.0005 + 1e-12)
 
 
+@pytest.mark.parametrize("names", [("GT", "DS", "GP"), ("GT",), ("GT", "DS"), ("GT", "HDS", "GP")])
+def test_calls_certain_of_ref_are_written_as_each_field_set_says(names):
+    """Calls of P(alt) 0 on both haplotypes are copied whole from one text:
+    the same text as a call's own fields would give, and a haploid call of
+    0 keeps its one allele."""
+    p1 = np.array([[0.0, 0.0, 0.0, 1e-9]])
+    p2 = np.array([[0.0, 0.0, 0.3, 0.0]])
+    haploid = np.array([[False, True, False, False]])
+    got = genotype_columns(p1, p2, haploid, FormatFields(names)).rows()[0].split("\t")
+    whole = {"GT": "0|0", "DS": "0", "HDS": "0,0", "GP": "1,0,0"}
+    assert got[0] == ":".join(whole[n] for n in names)
+    assert got[1] == ":".join({"GT": "0", "DS": "0", "HDS": "0", "GP": "1,0"}[n] for n in names)
+    assert got[3] == got[0]  # 1e-9 rounds to the same text through the fields
+    assert got[2] == "0|0" if names == ("GT",) else got[2].startswith("0|0:") and got[2] != got[0]
+
+
 @pytest.mark.parametrize("text, names", [("GT:DS:GP", ("GT", "DS", "GP")), ("gt,ds", ("GT", "DS")),
                                          ("GT", ("GT",)), ("GP:HDS:GT", ("GT", "HDS", "GP"))])
 def test_format_fields_parse_colons_or_commas_into_the_written_order(text, names):

@@ -214,7 +214,7 @@ def _sample_columns(p1, p2, haploid, fields, gt_table, gt_lengths, numbers, numb
     haplotypes (haploid (V, S) bool: from p1 alone). Records are measured,
     then written, in parallel: each has its place before any is written."""
     n_records = p1.shape[0]
-    hom_ref = np.empty(64, dtype=np.uint8)
+    hom_ref = np.empty(64, dtype=np.uint8)  # longer than any one call's fields
     hom_ref = hom_ref[:_put_call(hom_ref, 0, fields[DS], fields[HDS], fields[GP], 0.0, 0.0, False, gt_table, gt_lengths,
                                  numbers, number_lengths)]
     lengths = np.empty(n_records, dtype=np.int64)
