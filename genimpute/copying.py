@@ -40,7 +40,7 @@ import numpy as np
 
 from genimpute.config import CopyingSettings
 
-SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 2 x 128 x H int32 per thread
+SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 128 x H uint16 and int32 per thread
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
@@ -87,9 +87,9 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, c
     counts are uint16, saturating: a haplotype is chosen at most twice a
     site, so they are exact over up to 32,767 sites read, and half the bytes
     of int32 cut the selection's time at 32,000 haplotypes by a quarter
-    (its cache misses on counts). The queries walk together, site by site: each row of the index is read
-    once for all of them (one at a time, every row was a cache miss for
-    each). index: (order, zeros_before, alleles) of pbwt_index, of the sites
+    (its cache misses on counts). The queries walk together, site by site:
+    each row of the index is read once for all of them (one at a time,
+    every row was a cache miss for each). index: (order, zeros_before, alleles) of pbwt_index, of the sites
     right to left if `reverse` (its site j is the queries' t - 1 - j)."""
     order, zeros_before, alleles = index
     n, t = order.shape[1], queries.shape[0]
@@ -210,9 +210,10 @@ def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records
 
 
 @nb.njit(cache=True)
-def minor_alleles(packed, records, n_haplotypes):
+def minor_alleles(packed, records, n_haplotypes, minor_is_alt):
     """(hap_starts (H + 1,), hap_records, alt_major) of records (packed
-    panel rows): the records whose minor allele haplotype h carries,
+    panel rows; minor_is_alt: which allele of each is the minor one): the
+    records whose minor allele haplotype h carries,
     hap_records[hap_starts[h]:hap_starts[h + 1]] ascending, and the records
     whose minor allele is REF (numbered by position in `records`).
 
@@ -221,15 +222,6 @@ def minor_alleles(packed, records, n_haplotypes):
     query's states over their own lists reads a few hundred entries per
     state and Mb, where reading every record grows with the panel's records
     (2.3 times as many at 16,000 samples as at 1,000, most of them rare)."""
-    ones = np.zeros(256, dtype=np.int64)  # set bits of each byte value
-    for value in range(256):
-        for bit in range(8):
-            ones[value] += (value >> bit) & 1
-    alt_counts = np.zeros(len(records), dtype=np.int64)
-    for i in range(len(records)):  # bits past the last haplotype are 0 (np.packbits pads with zeros)
-        for byte in range(packed.shape[1]):
-            alt_counts[i] += ones[packed[records[i], byte]]
-    minor_is_alt = 2 * alt_counts <= n_haplotypes
     counts = np.zeros(n_haplotypes, dtype=np.int64)
     _scan_minor(packed, records, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32))
     hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
@@ -445,8 +437,11 @@ class ContigModel:
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
         record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first
+        # the panel's alt frequency is its alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it,
+        # which float32 keeps apart below 16 million haplotypes; so the minor allele needs no count of its own
+        minor_is_alt = self.panel.alt_freq[records] <= 0.5
         return (records, self.weights[start:stop], record_gap,
-                *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes))
+                *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes, minor_is_alt))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

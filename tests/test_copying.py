@@ -239,8 +239,8 @@ def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele():
     rng = np.random.default_rng(6)
     alleles = (rng.random((50, 37)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 37: a ragged last byte
     records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
-    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles, axis=1), records, 37)
     minor_is_alt = 2 * alleles[records].sum(axis=1) <= 37
+    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles, axis=1), records, 37, minor_is_alt)
     assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
     for h in range(37):
