@@ -21,7 +21,7 @@ from genimpute.panel import align_target, read_reference
 def main(pairs: list[str]) -> None:
     print(f"identical: >= {IDENTITY_CONCORDANCE:.0%} agreement; decided only over >= {MIN_IDENTITY_SPAN_BP / 1e6:.0f} Mb")
     print("set                 targets  panel  span_Mb  same_name  identical  decided_same  "
-          "max_concordance_of_the_rest  seconds")
+          "closest_concordance_of_the_rest  seconds")
     for pair in pairs:
         name, paths = pair.split("=", 1)
         target_path, panel_path = paths.split(",")

@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numba as nb
 import numpy as np
 
 from genimpute.io.tsv import report_rows
@@ -33,13 +34,24 @@ _MIN_SITES_FOR_IDENTITY = 100
 # the sample is only reported, and the panel sample kept as its template.
 MIN_IDENTITY_SPAN_BP = 20_000_000
 
+# Genotypes are compared in blocks of this many typed sites, 2 bits a site in
+# a uint32 code; a sample agreeing at >= 98% of its sites differs in at most
+# 2% of them, so it shares the codes of most of the blocks (with 16 sites a
+# block, of at least two in three).
+_BLOCK_SITES = 16
+_LOW_BITS = 0x55555555  # the low bit of each site's two
+_NEAREST = 32  # the samples sharing most blocks also compared site by site, for the closest of a non-duplicate
+_CODE_CHUNK = 64  # blocks of panel sites unpacked at a time
+
 
 @dataclass(frozen=True)
 class PanelMatches:
     """What was found of S target samples in the panel: by name, and the
     closest panel sample by genotypes at the typed sites (-1: none with
     _MIN_SITES_FOR_IDENTITY informative sites), its informative sites and
-    the share of them where the two agree."""
+    the share of them where the two agree. The closest is exact whenever it
+    agrees as a duplicate's would; otherwise it is the closest of the
+    samples sharing the most blocks of genotypes (_closest_by_blocks)."""
 
     by_name: np.ndarray  # (S,) int64 panel sample of the same name, -1 none
     closest: np.ndarray  # (S,) int64
@@ -76,25 +88,21 @@ class PanelMatches:
         return "not in panel"
 
 
-def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list, block: int = 256) -> PanelMatches:
+def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list) -> PanelMatches:
     """Each target sample's panel sample of the same name and its closest
-    panel sample by genotypes at the typed sites. Target samples are compared
-    `block` at a time, so the (S, N) comparisons of a cohort of thousands are
-    never held at once."""
+    panel sample by genotypes at the typed sites. The panel's genotypes are
+    coded in blocks of _BLOCK_SITES sites and sorted block by block, so a
+    target sample meets only the samples that share its blocks, not all N
+    (comparing every pair cost (S x T) by (T x N) products, the one cost per
+    target that grew with the panel)."""
     by_name = {name: i for i, name in enumerate(panel.samples)}
-    panel_haps = panel.haplotypes(aln.panel_rows).astype(np.int16)
-    panel_dosage = panel_haps[:, 0::2] + panel_haps[:, 1::2]  # (T, N)
-    del panel_haps
-    # per panel sample and site, as float32 for matrix products (exact: counts below 2^24): alt carried, and
-    # dosage 1 over dosage 2, stacked so that agreement is one product
-    panel_sides = [(panel_dosage > 0).astype(np.float32),
-                   np.concatenate([panel_dosage == 1, panel_dosage == 2]).astype(np.float32)]
-    closest, informative, agree = (np.zeros(len(target_samples), dtype=np.int64) for _ in range(3))
-    for start in range(0, len(target_samples), block):
-        samples = np.arange(start, min(start + block, len(target_samples)))
-        columns = np.ravel([2 * samples, 2 * samples + 1], "F")
-        closest[samples], informative[samples], agree[samples] = _closest_genotypes(aln.haplotypes[:, columns],
-                                                                                    *panel_sides)
+    codes = _panel_codes(panel, aln.panel_rows)  # (N, blocks)
+    order = np.argsort(codes, axis=0, kind="stable").T.astype(np.int32)  # (blocks, N): each block's samples by code
+    sorted_codes = np.take_along_axis(codes.T, order, axis=1)
+    target_codes, target_called = _target_codes(aln.haplotypes)
+    all_called = _pack_blocks(np.ones((len(aln.panel_rows), 1), dtype=np.uint8))[:, 0]
+    closest, informative, agree = _closest_by_blocks(target_codes, target_called, all_called, codes, sorted_codes,
+                                                     order, 1.0 - IDENTITY_CONCORDANCE, _MIN_SITES_FOR_IDENTITY, _NEAREST)
     return PanelMatches(by_name=np.array([by_name.get(name, -1) for name in target_samples], dtype=np.int64),
                         closest=closest, informative=informative,
                         concordance=agree / np.maximum(informative, 1), span_bp=_typed_span(panel, aln))
@@ -121,27 +129,140 @@ def write_sample_audit(path: Path, matches: PanelMatches, panel_samples: list, t
                           f"{matches.concordance[s]:.4f}", f"{matches.span_bp / 1e6:.2f}"])
 
 
-def _closest_genotypes(haplotypes: np.ndarray, panel_alt, panel_het_hom) -> tuple:
-    """For each of B target samples (haplotypes (T, 2B)): the panel sample
-    whose genotypes agree with its own at the largest share of at least
-    _MIN_SITES_FOR_IDENTITY informative sites (where either carries an alt
-    allele), -1 for none; the informative sites and those agreeing with
-    it. panel_alt: (T, N) float32, panel_het_hom (2T, N): dosage 1 over
-    dosage 2. Three products' worth of (B, T) by (T, N), the cost that
-    grows with the panel."""
-    target = haplotypes.astype(np.int16)
-    called = (target[:, 0::2] >= 0) & (target[:, 1::2] >= 0)  # (T, B) diploid calls
-    dosage = np.where(called, target[:, 0::2] + target[:, 1::2], -1)
-    # sites where either carries an alt allele: the target's own, and its called REF/REF sites where the panel
-    # sample carries one; and those where both agree on it
-    informative = (dosage > 0).sum(axis=0, dtype=np.float32)[:, None] + (dosage == 0).astype(np.float32).T @ panel_alt
-    agree = np.concatenate([dosage == 1, dosage == 2]).astype(np.float32).T @ panel_het_hom
-    share = np.where(informative >= _MIN_SITES_FOR_IDENTITY, agree / np.maximum(informative, 1), -1)
-    best = np.argmax(share, axis=1)
-    rows = np.arange(len(best))
-    found = share[rows, best] >= 0
-    return (np.where(found, best, -1), np.where(found, informative[rows, best], 0).round().astype(np.int64),
-            np.where(found, agree[rows, best], 0).round().astype(np.int64))
+def _panel_codes(panel: ReferencePanel, rows: np.ndarray) -> np.ndarray:
+    """(N, blocks) uint32: each panel sample's alt allele counts at the typed
+    sites, read _CODE_CHUNK blocks of sites at a time from the packed panel."""
+    chunk = _CODE_CHUNK * _BLOCK_SITES
+    codes = [_pack_blocks(_dosage(panel.haplotypes(rows[first:first + chunk]))).T
+             for first in range(0, len(rows), chunk)]
+    return np.ascontiguousarray(np.concatenate(codes, axis=1))
+
+
+def _target_codes(haplotypes: np.ndarray) -> tuple:
+    """(S, blocks) uint32 codes of each target sample's alt allele counts at
+    the typed sites (0 where not called), and of which sites are called
+    (the low bit of each site's two)."""
+    called = (haplotypes[:, 0::2] >= 0) & (haplotypes[:, 1::2] >= 0)  # (T, S) diploid calls
+    dosage = np.where(called, _dosage(haplotypes), 0)
+    return (np.ascontiguousarray(_pack_blocks(dosage).T),
+            np.ascontiguousarray(_pack_blocks(called.astype(np.uint8)).T))
+
+
+def _dosage(haplotypes: np.ndarray) -> np.ndarray:
+    """(T, 2S) alleles -> (T, S) uint8 alt allele counts (meaningless where not called)."""
+    return (haplotypes[:, 0::2] + haplotypes[:, 1::2]).astype(np.uint8)
+
+
+def _pack_blocks(values: np.ndarray) -> np.ndarray:
+    """(T, X) values of 0-3 -> (ceil(T / _BLOCK_SITES), X) uint32, two bits
+    a site; the sites past the last are 0."""
+    blocks = -(-len(values) // _BLOCK_SITES)
+    padded = np.zeros((blocks * _BLOCK_SITES, values.shape[1]), dtype=np.uint32)
+    padded[:len(values)] = values
+    padded = padded.reshape(blocks, _BLOCK_SITES, -1) << (2 * np.arange(_BLOCK_SITES, dtype=np.uint32))[:, None]
+    return np.bitwise_or.reduce(padded, axis=1)
+
+
+@nb.njit(cache=True, inline="always")
+def _nonzero_sites(x) -> int:
+    """How many of the 2-bit sites of code x are nonzero."""
+    x = np.uint64(x)
+    x = (x | (x >> np.uint64(1))) & np.uint64(_LOW_BITS)
+    x = (x & np.uint64(0x33333333)) + ((x >> np.uint64(2)) & np.uint64(0x33333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F)
+    return int((x * np.uint64(0x01010101)) >> np.uint64(24)) & 0xFF
+
+
+@nb.njit(cache=True)
+def _agreement(target: np.ndarray, called: np.ndarray, panel: np.ndarray) -> tuple:
+    """Over the called sites: those where either carries an alt allele, and
+    those where both carry the same number of them."""
+    informative = 0
+    differ = 0
+    for j in range(len(target)):
+        mask = np.uint64(called[j]) * np.uint64(3)
+        informative += _nonzero_sites((np.uint64(target[j]) | np.uint64(panel[j])) & mask)
+        differ += _nonzero_sites((np.uint64(target[j]) ^ np.uint64(panel[j])) & mask)
+    return informative, informative - differ
+
+
+@nb.njit(cache=True)
+def _closest_by_blocks(target_codes, target_called, all_called, codes, sorted_codes, order, max_discordance,
+                       min_sites, nearest):
+    """For each target sample: the panel sample whose genotypes agree with
+    its own at the largest share of at least min_sites informative sites
+    (either carries an alt allele; -1: none), those sites and the agreeing
+    ones. A sample agreeing at >= 1 - max_discordance of them differs in at
+    most that share of the called sites, so it shares the codes of all but
+    that many of the target's fully called blocks (all_called: each block's
+    code with every site called): only such samples, and the `nearest`
+    sharing the most blocks, are compared site by site (every sample when
+    fewer share a block). Exact for any sample that agrees as a duplicate's
+    would; for the others, the closest of those compared."""
+    n_targets, n_blocks = target_codes.shape
+    n_panel = codes.shape[0]
+    closest = np.full(n_targets, -1, dtype=np.int64)
+    informative = np.zeros(n_targets, dtype=np.int64)
+    agree = np.zeros(n_targets, dtype=np.int64)
+    shared = np.zeros(n_panel, dtype=np.int32)  # blocks shared with the target sample
+    touched = np.empty(n_panel, dtype=np.int64)  # the samples sharing any, in the order first met
+    for s in range(n_targets):
+        n_touched, whole_blocks = _share_blocks(target_codes[s], target_called[s], all_called, sorted_codes, order,
+                                                shared, touched)
+        called_sites = 0
+        for j in range(n_blocks):
+            called_sites += _nonzero_sites(target_called[s, j])
+        least_shared = min(whole_blocks - int(max_discordance * called_sites) - 1,
+                           _fewest_shared_by_nearest(shared, touched[:n_touched], n_blocks, nearest))
+        # too few whole blocks to rule any sample out, or too few samples sharing any: compare every sample
+        everyone = least_shared <= 0 or n_touched < nearest
+        best_share = -1.0
+        for i in range(n_panel if everyone else n_touched):
+            p = i if everyone else touched[i]
+            if everyone or shared[p] >= least_shared:
+                sites, agreeing = _agreement(target_codes[s], target_called[s], codes[p])
+                share = agreeing / max(sites, 1)
+                if sites >= min_sites and (share > best_share or (share == best_share and p < closest[s])):
+                    best_share = share
+                    closest[s], informative[s], agree[s] = p, sites, agreeing
+        shared[touched[:n_touched]] = 0
+    return closest, informative, agree
+
+
+@nb.njit(cache=True)
+def _share_blocks(target, called, all_called, sorted_codes, order, shared, touched) -> tuple:
+    """Counts in `shared` the target's fully called blocks each panel sample
+    shares (found by binary search of each block's sorted codes), listing in
+    `touched` the samples sharing any; returns how many those are, and how
+    many blocks were searched."""
+    n_touched, whole_blocks = 0, 0
+    for j in range(len(target)):
+        if called[j] != all_called[j]:
+            continue
+        whole_blocks += 1
+        lo = np.searchsorted(sorted_codes[j], target[j], side="left")
+        hi = np.searchsorted(sorted_codes[j], target[j], side="right")
+        for i in range(lo, hi):
+            p = order[j, i]
+            if shared[p] == 0:
+                touched[n_touched] = p
+                n_touched += 1
+            shared[p] += 1
+    return n_touched, whole_blocks
+
+
+@nb.njit(cache=True)
+def _fewest_shared_by_nearest(shared, touched, n_blocks, nearest) -> int:
+    """The most blocks that at least `nearest` of the touched samples share
+    (1 when fewer are touched)."""
+    at_least = np.zeros(n_blocks + 2, dtype=np.int64)
+    for p in touched:
+        at_least[shared[p]] += 1
+    blocks = n_blocks + 1
+    while blocks > 1 and at_least[blocks] < nearest:
+        at_least[blocks - 1] += at_least[blocks]
+        blocks -= 1
+    return blocks
 
 
 def _typed_span(panel: ReferencePanel, aln: Alignment) -> int:

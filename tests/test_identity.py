@@ -14,7 +14,8 @@ from paths import PANEL, TARGET_PHASED
 from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, sample_audit_path, samples_in_panel,
                                 write_sample_audit)
 from genimpute.io.vcf_reader import read_target
-from genimpute.panel import ReferencePanel, align_target
+from genimpute.io.vcf_reader import MISSING
+from genimpute.panel import Alignment, ReferencePanel, align_target
 
 # the slice's 0.1 Mb spread over 30 Mb: the span a whole-chromosome target has
 STRETCH = 300
@@ -69,18 +70,15 @@ def test_the_stretched_slice_spans_enough_and_the_slice_does_not():
 @pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0), (1, 3, 0, 2)])
 def test_renamed_duplicates_are_found_at_every_position_of_the_target(tmp_path, order):
     """Several renamed duplicates, each at the first, a middle and the last
-    position: each maps to its own panel sample (a search over the whole
-    agreement matrix once ran past the panel for any but the first)."""
+    position: each maps to its own panel sample."""
     samples = ReferencePanel.from_vcf(PANEL).samples
     originals = [samples[i] for i in (5, 2, len(samples) - 1, 17)]
     chosen = [originals[i] for i in order]
     panel = _write_panel(tmp_path, STRETCH)
     target = _target(tmp_path, STRETCH, {f"RENAMED{j}": [name] for j, name in enumerate(chosen)})
-    aln = align_target(panel, target)
-    for block in (256, 3, 1):  # compared all at once, across block edges, one by one
-        matches = samples_in_panel(panel, aln, target.samples, block=block)
-        assert matches.in_panel.tolist() == [panel.samples.index(name) for name in chosen]
-        assert [matches.decision(s) for s in range(4)] == ["identical genotypes"] * 4
+    matches = samples_in_panel(panel, align_target(panel, target), target.samples)
+    assert matches.in_panel.tolist() == [panel.samples.index(name) for name in chosen]
+    assert [matches.decision(s) for s in range(4)] == ["identical genotypes"] * 4
 
 
 def test_a_short_span_reports_identical_genotypes_but_does_not_decide(tmp_path):
@@ -119,3 +117,85 @@ def test_the_sample_audit_names_each_decision(tmp_path):
     assert [r["panel_sample"] for r in rows] == [".", "HG00110", "."]
     assert rows[0]["closest_by_genotypes"] == "HG00103" and float(rows[0]["concordance"]) >= 0.98
     assert np.isclose(float(rows[0]["typed_span_mb"]), matches.span_bp / 1e6, atol=0.01)
+
+
+def _closest_by_every_comparison(panel_dosage: np.ndarray, target_dosage: np.ndarray) -> tuple:
+    """The search the blocks stand in for: each target sample (a column of
+    target_dosage, -1 not called) against every panel sample, share of
+    agreement at the called sites where either carries an alt allele, the
+    first of the best among those with >= 100 such sites."""
+    closest, informative, agree = [], [], []
+    for t in target_dosage.T:
+        called = t >= 0
+        sites = ((t[called, None] > 0) | (panel_dosage[called] > 0)).sum(axis=0)
+        agreeing = ((t[called, None] == panel_dosage[called]) & (t[called, None] > 0)).sum(axis=0)
+        share = np.where(sites >= 100, agreeing / np.maximum(sites, 1), -1.0)
+        best = int(np.argmax(share))
+        found = share[best] >= 0
+        closest.append(best if found else -1)
+        informative.append(sites[best] if found else 0)
+        agree.append(agreeing[best] if found else 0)
+    return np.array(closest), np.array(informative), np.array(agree)
+
+
+def _mosaic_panel(rng, sites: int, samples: int, founders: int = 6) -> np.ndarray:
+    """(sites, 2 * samples) haplotypes copied from a few founders in runs of
+    about 40 sites: many panel samples share a block's genotypes, as in LD."""
+    founder = (rng.random((sites, founders)) < rng.uniform(0.05, 0.5, sites)[:, None]).astype(np.uint8)
+    haplotypes = np.empty((sites, 2 * samples), dtype=np.uint8)
+    for h in range(2 * samples):
+        runs = np.cumsum(rng.random(sites) < 1 / 40)
+        haplotypes[:, h] = founder[np.arange(sites), rng.integers(0, founders, runs[-1] + 1)[runs]]
+    return haplotypes
+
+
+def test_the_block_search_finds_what_comparing_every_sample_finds_for_every_duplicate():
+    """Against every panel sample compared site by site: the same closest
+    sample, sites and agreement for each target sample that agrees as a
+    duplicate's would, however its differences and missing calls fall (a
+    sample missing most calls, whose blocks rule nobody out, included), the
+    first of two identical panel samples; for the others, a real panel
+    sample's true figures, never closer than the closest."""
+    rng = np.random.default_rng(3)
+    sites, samples = 500, 300
+    alleles = _mosaic_panel(rng, sites, samples)
+    alleles[:, 2 * 41:2 * 42] = alleles[:, 2 * 40:2 * 41]  # panel samples 40 and 41 are twins
+    dosage = alleles[:, 0::2].astype(np.int64) + alleles[:, 1::2]
+    target = dosage[:, [5, 41, 120, 120, 200, 250, 260, 299]].copy()
+    for column, changes in ((2, 2), (3, 3), (4, 6), (7, 60)):  # of ~180-240 informative sites: ~1%, 1.6%, 2.7%, 25%
+        changed = rng.choice(np.nonzero(target[:, column] > 0)[0], changes, replace=False)
+        target[changed, column] = np.where(target[changed, column] == 1, 2, 1)
+    target[rng.random(sites) < 0.02, 1] = -1  # scattered missing calls
+    target[rng.random(sites) < 0.5, 5] = -1  # half the calls missing: no whole block
+    target[:, 6] = rng.integers(0, 3, sites)  # a stranger
+    expected = _closest_by_every_comparison(dosage, target)
+    matches = samples_in_panel(_array_panel(alleles), _alignment(target), [f"t{i}" for i in range(target.shape[1])])
+    duplicates = matches.identical
+    assert duplicates.tolist() == [True, True, True, True, False, True, False, False]
+    assert matches.closest[1] == 40
+    for found, wanted in zip((matches.closest, matches.informative), expected[:2]):
+        assert np.array_equal(found[duplicates], wanted[duplicates])
+    assert np.array_equal(matches.concordance[duplicates], (expected[2] / expected[1])[duplicates])
+    others = np.nonzero(~duplicates)[0]
+    for s in others:  # a real panel sample's figures
+        own = _closest_by_every_comparison(dosage[:, [matches.closest[s]]], target[:, [s]])
+        assert (matches.informative[s], matches.concordance[s]) == (own[1][0], own[2][0] / own[1][0])
+    assert (matches.concordance[others] <= (expected[2] / expected[1])[others]).all()
+
+
+def _array_panel(alleles: np.ndarray) -> ReferencePanel:
+    m, h = alleles.shape
+    return ReferencePanel(
+        samples=[f"p{i}" for i in range(h // 2)], contig_names=["20"], contig_index=np.zeros(m, np.int32),
+        positions=np.arange(1, m + 1, dtype=np.int64) * 1000, ids=["."] * m, refs=["A"] * m, alts=["C"] * m,
+        packed=np.packbits(alleles, axis=1), alt_freq=alleles.mean(1).astype(np.float32))
+
+
+def _alignment(target_dosage: np.ndarray) -> Alignment:
+    """Target samples of these alt allele counts (-1: not called) at every panel record."""
+    m = len(target_dosage)
+    haplotypes = np.empty((m, 2 * target_dosage.shape[1]), dtype=np.int8)
+    haplotypes[:, 0::2] = np.where(target_dosage < 0, MISSING, target_dosage > 0)
+    haplotypes[:, 1::2] = np.where(target_dosage < 0, MISSING, target_dosage > 1)
+    return Alignment(panel_rows=np.arange(m), target_rows=np.arange(m), haplotypes=haplotypes, contigs=[0],
+                     unmatched_rows=np.array([], dtype=np.int64), decisions=[], phased=True)
