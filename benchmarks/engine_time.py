@@ -3,7 +3,9 @@ series imputed for every haplotype of a cohort on one thread (no reading,
 formatting or writing), the best of ROUNDS runs. How its cost grows with the
 panel, apart from the output that grows with the panel's records.
 
-    python benchmarks/engine_time.py SEED_DIR PANEL_SAMPLES TARGETS [ROUNDS]
+    python benchmarks/engine_time.py SEED_DIR PANEL_SAMPLES TARGETS [ROUNDS [SETTINGS]]
+
+SETTINGS: copying engine settings other than the defaults, as neighbours=32,max_states=800.
 
 SEED_DIR: a scale_series.sh output directory (panel.N.gpanel, targets.N.vcf.gz).
 """
@@ -25,9 +27,11 @@ from genimpute.panel import align_target, read_reference
 def main() -> None:
     seed_dir, panel_samples, targets, *rest = sys.argv[1:]
     rounds = int(rest[0]) if rest else 3
+    settings = CopyingSettings(**{k: float(v) if "." in v or "e" in v else int(v)
+                                  for k, v in (x.split("=") for x in rest[1].split(","))}) if len(rest) > 1 else CopyingSettings()
     panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
     aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
-    model = ContigModel(panel, 0, aln.typed_records(len(panel)), CopyingSettings())
+    model = ContigModel(panel, 0, aln.typed_records(len(panel)), settings)
     [segment] = model.segments()
     queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
     excluded = np.full(queries.shape[1], -1, dtype=np.int64)
