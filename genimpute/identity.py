@@ -41,7 +41,7 @@ MIN_IDENTITY_SPAN_BP = 20_000_000
 _BLOCK_SITES = 16
 _LOW_BITS = 0x55555555  # the low bit of each site's two
 _NEAREST = 32  # the samples sharing most blocks also compared site by site, for the closest of a non-duplicate
-_CODE_CHUNK = 64  # blocks of panel sites unpacked at a time
+_CODE_CHUNK = 64  # blocks of panel sites, or target samples, coded at a time
 
 
 @dataclass(frozen=True)
@@ -132,20 +132,27 @@ def write_sample_audit(path: Path, matches: PanelMatches, panel_samples: list, t
 def _panel_codes(panel: ReferencePanel, rows: np.ndarray) -> np.ndarray:
     """(N, blocks) uint32: each panel sample's alt allele counts at the typed
     sites, read _CODE_CHUNK blocks of sites at a time from the packed panel."""
-    chunk = _CODE_CHUNK * _BLOCK_SITES
-    codes = [_pack_blocks(_dosage(panel.haplotypes(rows[first:first + chunk]))).T
-             for first in range(0, len(rows), chunk)]
-    return np.ascontiguousarray(np.concatenate(codes, axis=1))
+    codes = np.zeros((panel.n_haplotypes // 2, -(-len(rows) // _BLOCK_SITES)), dtype=np.uint32)
+    for first in range(0, codes.shape[1], _CODE_CHUNK):
+        sites = rows[first * _BLOCK_SITES:(first + _CODE_CHUNK) * _BLOCK_SITES]
+        codes[:, first:first + _CODE_CHUNK] = _pack_blocks(_dosage(panel.haplotypes(sites))).T
+    return codes
 
 
 def _target_codes(haplotypes: np.ndarray) -> tuple:
     """(S, blocks) uint32 codes of each target sample's alt allele counts at
     the typed sites (0 where not called), and of which sites are called
-    (the low bit of each site's two)."""
-    called = (haplotypes[:, 0::2] >= 0) & (haplotypes[:, 1::2] >= 0)  # (T, S) diploid calls
-    dosage = np.where(called, _dosage(haplotypes), 0)
-    return (np.ascontiguousarray(_pack_blocks(dosage).T),
-            np.ascontiguousarray(_pack_blocks(called.astype(np.uint8)).T))
+    (the low bit of each site's two); _CODE_CHUNK samples at a time, so a
+    cohort's (T, S) intermediates are never held whole."""
+    n_samples = haplotypes.shape[1] // 2
+    codes, called_codes = (np.zeros((n_samples, -(-len(haplotypes) // _BLOCK_SITES)), dtype=np.uint32)
+                           for _ in range(2))
+    for first in range(0, n_samples, _CODE_CHUNK):
+        chunk = haplotypes[:, 2 * first:2 * (first + _CODE_CHUNK)]
+        called = (chunk[:, 0::2] >= 0) & (chunk[:, 1::2] >= 0)  # diploid calls
+        codes[first:first + _CODE_CHUNK] = _pack_blocks(np.where(called, _dosage(chunk), 0)).T
+        called_codes[first:first + _CODE_CHUNK] = _pack_blocks(called.astype(np.uint8)).T
+    return codes, called_codes
 
 
 def _dosage(haplotypes: np.ndarray) -> np.ndarray:
@@ -156,11 +163,11 @@ def _dosage(haplotypes: np.ndarray) -> np.ndarray:
 def _pack_blocks(values: np.ndarray) -> np.ndarray:
     """(T, X) values of 0-3 -> (ceil(T / _BLOCK_SITES), X) uint32, two bits
     a site; the sites past the last are 0."""
-    blocks = -(-len(values) // _BLOCK_SITES)
-    padded = np.zeros((blocks * _BLOCK_SITES, values.shape[1]), dtype=np.uint32)
-    padded[:len(values)] = values
-    padded = padded.reshape(blocks, _BLOCK_SITES, -1) << (2 * np.arange(_BLOCK_SITES, dtype=np.uint32))[:, None]
-    return np.bitwise_or.reduce(padded, axis=1)
+    codes = np.zeros((-(-len(values) // _BLOCK_SITES), values.shape[1]), dtype=np.uint32)
+    for k in range(_BLOCK_SITES):
+        site_k = values[k::_BLOCK_SITES]  # the k-th site of each block
+        codes[:len(site_k)] |= site_k.astype(np.uint32) << np.uint32(2 * k)
+    return codes
 
 
 @nb.njit(cache=True, inline="always")
