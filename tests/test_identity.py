@@ -153,9 +153,10 @@ def test_the_block_search_finds_what_comparing_every_sample_finds_for_every_dupl
     """Against every panel sample compared site by site: the same closest
     sample, sites and agreement for each target sample that agrees as a
     duplicate's would, however its differences and missing calls fall (a
-    sample missing most calls, whose blocks rule nobody out, included), the
-    first of two identical panel samples; for the others, a real panel
-    sample's true figures, never closer than the closest."""
+    sample missing half its calls, so that no block is whole and none rules
+    a panel sample out, included), the first of two identical panel
+    samples; for the others, a real panel sample's true figures, never
+    closer than the closest."""
     rng = np.random.default_rng(3)
     sites, samples = 500, 300
     alleles = _mosaic_panel(rng, sites, samples)
