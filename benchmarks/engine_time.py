@@ -17,6 +17,7 @@ import time
 
 import numba
 import numpy as np
+from heldout_large_panel import copying_settings
 
 from genimpute.config import CopyingSettings
 from genimpute.copying import ContigModel
@@ -27,8 +28,7 @@ from genimpute.panel import align_target, read_reference
 def main() -> None:
     seed_dir, panel_samples, targets, *rest = sys.argv[1:]
     rounds = int(rest[0]) if rest else 3
-    settings = CopyingSettings(**{k: float(v) if "." in v or "e" in v else int(v)
-                                  for k, v in (x.split("=") for x in rest[1].split(","))}) if len(rest) > 1 else CopyingSettings()
+    settings = CopyingSettings(**copying_settings(rest[1] if len(rest) > 1 else ""))
     panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
     aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
     model = ContigModel(panel, 0, aln.typed_records(len(panel)), settings)

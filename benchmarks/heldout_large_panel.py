@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from cyvcf2 import VCF
 
+from genimpute.config import CopyingSettings
 from genimpute.evaluation import BIN_LABELS, maf_bin
 from genimpute.metrics import pooled_r2
 
@@ -34,11 +35,17 @@ import logging; logging.basicConfig(level=logging.INFO)
 from genimpute.config import CopyingSettings
 from genimpute.imputation import impute
 from genimpute.modeldir import PRETRAINED_DIR
-settings = {{k: float(v) if '.' in v or 'e' in v else int(v) for k, v in
-            (x.split('=') for x in '{settings}'.split(',') if x)}}
 impute('{gt}', PRETRAINED_DIR, '{out}', 'cpu', progress=False, genetic_map='{map}', ref='{ref}',
-       copying=CopyingSettings(**settings))
+       copying=CopyingSettings(**{settings}))
 """
+
+
+def copying_settings(text: str) -> dict:
+    """CopyingSettings fields from 'ne=3e5,neighbours=8' (empty: none), checked by building them."""
+    pairs = (x.split("=") for x in text.split(",") if x)
+    settings = {k: float(v) if "." in v or "e" in v else int(v) for k, v in pairs}
+    CopyingSettings(**settings)
+    return settings
 
 
 def _run(command: list, out: Path) -> float:
@@ -112,8 +119,9 @@ def main() -> None:
     }
     if "copying" in args.tools:  # in this process, with the settings asked for
         name = "copying" + args.copying.replace("=", "").replace(",", "_")
-        commands["copying"] = ([sys.executable, "-c", _COPYING.format(gt=gt, ref=ref, map=args.map, settings=args.copying,
-                                                                     out=out / f"{name}.vcf.gz")],
+        script = _COPYING.format(gt=gt, ref=ref, map=args.map, settings=repr(copying_settings(args.copying)),
+                                 out=out / f"{name}.vcf.gz")
+        commands["copying"] = ([sys.executable, "-c", script],
                                out / f"{name}.vcf.gz")
     tools = args.tools.split(",")
     seconds = {tool: _run(*commands[tool]) for tool in tools}
