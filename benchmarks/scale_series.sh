@@ -55,8 +55,10 @@ for p in $panels; do
     done
     # Java's default heap (a quarter of memory, 6 GB here) holds Beagle's runs up to 16,000 samples (2.9 GB)
     # but not 32,000 (about 11 GB)
-    if ((p > 16000)); then export JAVA_TOOL_OPTIONS=-Xmx20g; else unset JAVA_TOOL_OPTIONS; fi
-    median_of "beagle.$job" beagle ref="$panel" gt="targets.$n.vcf.gz" map="$scale/const.map" out="beagle.$job" nthreads=2
+    heap=()
+    if ((p > 16000)); then heap=(env JAVA_TOOL_OPTIONS=-Xmx20g); fi
+    median_of "beagle.$job" "${heap[@]}" beagle ref="$panel" gt="targets.$n.vcf.gz" map="$scale/const.map" \
+      out="beagle.$job" nthreads=2
     median_of "minimac4.$job" minimac4 -t 2 -f GT,DS -m "$scale/const.map" -O vcf.gz -o "minimac4.$job.vcf.gz" \
       "minimac4.$p.msav" "targets.$n.vcf.gz"
     for e in $engines; do ratio "genimpute_$e.$job" "beagle.$job"; ratio "genimpute_$e.$job" "minimac4.$job"; done
