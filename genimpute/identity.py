@@ -102,7 +102,8 @@ def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list
     target_codes, target_called = _target_codes(aln.haplotypes)
     all_called = _pack_blocks(np.ones((len(aln.panel_rows), 1), dtype=np.uint8))[:, 0]
     closest, informative, agree = _closest_by_blocks(target_codes, target_called, all_called, codes, sorted_codes,
-                                                     order, 1.0 - IDENTITY_CONCORDANCE, _MIN_SITES_FOR_IDENTITY, _NEAREST)
+                                                     order, 1.0 - IDENTITY_CONCORDANCE, _MIN_SITES_FOR_IDENTITY,
+                                                     _NEAREST)
     return PanelMatches(by_name=np.array([by_name.get(name, -1) for name in target_samples], dtype=np.int64),
                         closest=closest, informative=informative,
                         concordance=agree / np.maximum(informative, 1), span_bp=_typed_span(panel, aln))
