@@ -8,7 +8,12 @@ and imputed with the rest of PANEL as the reference and MAP as the genetic
 map. No target of the scale series is used, so settings may be chosen here.
 
     python benchmarks/heldout_large_panel.py PANEL ARRAY MAP OUT_DIR [--held-out 100] [--tools beagle,model,copying]
-        [--copying ne=3e5,neighbours=8]
+        [--copying ne=3e5,neighbours=8 [--copying ...]]
+
+Each --copying adds the copying engine with those settings (`copying` in
+--tools: the defaults). Errors (1 - aggregate r2) are printed by bin, and
+for every tool after the first, a 90% bootstrap interval (over the bin's
+variants) of its error less the first tool's.
 
 Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file; a tool's
 output already there is reused (delete it to rerun).
@@ -27,7 +32,9 @@ from cyvcf2 import VCF
 
 from genimpute.config import CopyingSettings
 from genimpute.evaluation import BIN_LABELS, maf_bin
-from genimpute.metrics import pooled_r2
+from genimpute.metrics import r2_from_sums
+
+BOOTSTRAP_ROUNDS = 1000
 
 
 _COPYING = """
@@ -46,6 +53,12 @@ def copying_settings(text: str) -> dict:
     settings = {k: float(v) if "." in v or "e" in v else int(v) for k, v in pairs}
     CopyingSettings(**settings)
     return settings
+
+
+def _copying_command(gt: Path, ref: Path, genetic_map: str, settings: str, out: Path) -> tuple[list, Path]:
+    """The copying engine with `settings` (as copying_settings reads them), run in a process of its own."""
+    script = _COPYING.format(gt=gt, ref=ref, map=genetic_map, settings=repr(copying_settings(settings)), out=out)
+    return [sys.executable, "-c", script], out
 
 
 def _run(command: list, out: Path) -> float:
@@ -107,33 +120,66 @@ def main() -> None:
     parser.add_argument("--held-out", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tools", default="beagle,model,copying")
-    parser.add_argument("--copying", default="", help="copying engine settings (CopyingSettings), as ne=3e5,neighbours=8")
+    parser.add_argument("--copying", action="append", default=[],
+                        help="copying engine settings (CopyingSettings), as ne=3e5,neighbours=8; repeat for more")
     args = parser.parse_args()
     out = Path(args.out)
     ref, gt, held_out = make_inputs(args.panel, args.array, out, args.held_out, args.seed)
+    commands = tool_commands(args, ref, gt, out)
+    seconds = {tool: _run(*command) for tool, command in commands.items()}
+    found = {tool: dosages(command[1], held_out) for tool, command in commands.items()}
+    keys = sorted(set.intersection(*(set(d) for d in found.values())))
+    truth, bins = truth_and_bins(args.panel, held_out, keys)
+    print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; error (1 - r2) in bins {' '.join(BIN_LABELS)}")
+    report({tool: variant_sums(np.stack([found[tool][k] for k in keys]), truth) for tool in commands}, bins, seconds)
+
+
+def tool_commands(args, ref: Path, gt: Path, out: Path) -> dict:
+    """{tool: (command, its output)} in the order asked for, each --copying's settings after --tools'."""
     commands = {
         "beagle": (["beagle", f"ref={ref}", f"gt={gt}", f"map={args.map}", f"out={out / 'beagle'}", "nthreads=2"],
                    out / "beagle.vcf.gz"),
         "model": (["genimpute", "-q", "impute", str(gt), "--ref", str(ref), "--map", args.map, "--engine", "model",
                    "--out", str(out / "model.vcf.gz")], out / "model.vcf.gz"),
+        "copying": _copying_command(gt, ref, args.map, "", out / "copying.vcf.gz"),
     }
-    if "copying" in args.tools:  # in this process, with the settings asked for
-        name = "copying" + args.copying.replace("=", "").replace(",", "_")
-        script = _COPYING.format(gt=gt, ref=ref, map=args.map, settings=repr(copying_settings(args.copying)),
-                                 out=out / f"{name}.vcf.gz")
-        commands["copying"] = ([sys.executable, "-c", script],
-                               out / f"{name}.vcf.gz")
-    tools = args.tools.split(",")
-    seconds = {tool: _run(*commands[tool]) for tool in tools}
-    found = {tool: dosages(commands[tool][1], held_out) for tool in tools}
-    keys = sorted(set.intersection(*(set(d) for d in found.values())))
-    truth, bins = truth_and_bins(args.panel, held_out, keys)
-    print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; bins {' '.join(BIN_LABELS)}")
-    for tool in tools:
-        ds = np.stack([found[tool][k] for k in keys])
-        by_bin = " ".join(f"{pooled_r2(ds[bins == i], truth[bins == i]):.4f}" for i in range(len(BIN_LABELS)))
-        print(f"{tool:10s} all {pooled_r2(ds, truth):.4f} | {by_bin} | {seconds[tool]:.1f} s")
+    asked = {tool: commands[tool] for tool in args.tools.split(",") if tool}
+    for settings in args.copying:
+        name = "copying" + settings.replace("=", "").replace(",", "_")
+        asked[name] = _copying_command(gt, ref, args.map, settings, out / f"{name}.vcf.gz")
+    return asked
 
+
+def report(sums: dict, bins: np.ndarray, seconds: dict) -> None:
+    """Each tool's error overall and by bin, then each later tool's difference from the first."""
+    tools = list(sums)
+    for tool in tools:
+        by_bin = " ".join(f"{1 - r2_from_sums(sums[tool][bins == i].sum(0)):.3g}" for i in range(len(BIN_LABELS)))
+        print(f"{tool:10s} all {1 - r2_from_sums(sums[tool].sum(0)):.3g} | {by_bin} | {seconds[tool]:.1f} s")
+    for tool in tools[1:]:
+        intervals = (bootstrap_difference(sums[tool][bins == i], sums[tools[0]][bins == i])
+                     for i in range(len(BIN_LABELS)))
+        print(f"{tool} - {tools[0]}, error, 90% interval over variants: "
+              + " ".join(f"[{low:+.2g}, {high:+.2g}]" for low, high in intervals))
+
+
+def variant_sums(dosage: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """(V, 6) each variant's sums (n, x, y, xx, yy, xy) of dosage x and true count y, for r2_from_sums."""
+    return np.stack([np.full(len(dosage), dosage.shape[1], dtype=np.float64), dosage.sum(1), truth.sum(1),
+                     (dosage * dosage).sum(1), (truth * truth).sum(1), (dosage * truth).sum(1)], axis=1)
+
+
+def bootstrap_difference(sums: np.ndarray, baseline: np.ndarray, seed: int = 0) -> tuple[float, float]:
+    """5% and 95% quantiles of error(sums) - error(baseline), pooled r2 of
+    (V, 6) per-variant sums, over the variants drawn with replacement: a
+    bin's difference between tools smaller than this is one its variants
+    could give by chance."""
+    if not len(sums):
+        return float("nan"), float("nan")
+    draws = np.random.default_rng(seed).multinomial(len(sums), np.full(len(sums), 1 / len(sums)),
+                                                    size=BOOTSTRAP_ROUNDS).astype(np.float64)
+    difference = r2_from_sums(draws @ baseline) - r2_from_sums(draws @ sums)
+    return tuple(np.nanquantile(difference, [0.05, 0.95]))
 
 if __name__ == "__main__":
     main()
