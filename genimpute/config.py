@@ -126,7 +126,7 @@ class CopyingSettings:
     """The region-wide copying engine's settings (genimpute.copying)."""
 
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
-    max_states: int = 400  # most states per haplotype and segment: the most often chosen are kept
+    max_states: int = 400  # composite states per haplotype and segment, each copying one haplotype at a time
     ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes + haplotype_offset)
     haplotype_offset: int = 200  # keeps the switch rate of a small panel from growing as 1 / its haplotypes
     error: float = 1e-3  # probability of showing an allele other than the copied one

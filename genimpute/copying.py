@@ -1,7 +1,8 @@
 """The copying engine: a Li and Stephens hidden Markov model run once per
 target haplotype along all the typed sites of a segment (2,000 by default),
 over states chosen for that haplotype by positional BWTs of the panel
-(Durbin 2014), as IMPUTE5 chooses its copying states.
+(Durbin 2014), as IMPUTE5 finds its copying states, and kept in
+composite states, as Beagle 5 keeps its reference haplotypes.
 
 Why not per window: a window's context is chosen on its few hundred typed
 sites, and in a panel of thousands of samples many haplotypes match a target
@@ -10,9 +11,15 @@ haplotypes that share the target's longest segments tell the carriers apart,
 and those are the ones the PBWT finds: at every typed site, the `neighbours`
 haplotypes either side of the target in the PBWT order share the longest
 runs of alleles with it ending there (left-to-right index) or starting there
-(right-to-left index). The `max_states` chosen most often are the states,
-and one forward-backward over the segment weighs each by the whole path,
-where per-window passes recomputed overlapping stretches for every window.
+(right-to-left index). Each of `max_states` composite states copies one of
+them at a time: a haplotype found where it holds no state takes the state
+whose haplotype was found longest ago, from halfway between the two
+sightings. So every stretch of the segment has the haplotypes matching the
+target there; one set of the `max_states` found most often over the whole
+segment left some stretches with few of those when more were found (held-out
+figures in BENCHMARKS.md). One forward-backward over the segment weighs each
+state by the whole path, where per-window passes recomputed overlapping
+stretches for every window.
 
 Switches between states happen with probability 1 - exp(-0.04 ne d /
 (H + haplotype_offset)) over d cM, H the panel's haplotypes: Li and
@@ -79,18 +86,15 @@ def pbwt_index(alleles):
 
 
 @nb.njit(cache=True)
-def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, counts, chosen, n_chosen):
-    """For each query g of queries[:, columns] (t, Q), add to chosen[g,
-    :n_chosen[g]] the haplotypes within `neighbours` of its place in the
-    PBWT order at each typed site of [first, last), counting each choice in
-    counts[g] (H,); excluded[g] (a sample index, or -1) is never chosen.
-    counts are uint16, saturating: a haplotype is chosen at most twice a
-    site, so they are exact over up to 32,767 sites read, and half the bytes
-    of int32 cut the selection's time at 32,000 haplotypes by a quarter
-    (its cache misses on counts). The queries walk together, site by site:
-    each row of the index is read once for all of them (one at a time,
-    every row was a cache miss for each). index: (order, zeros_before, alleles) of pbwt_index, of the sites
-    right to left if `reverse` (its site j is the queries' t - 1 - j)."""
+def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, sightings, offset):
+    """For each query g of queries[:, columns] (t, Q), write to
+    sightings[g, site - first, offset:offset + 2 neighbours] the haplotypes
+    within `neighbours` of its place in the PBWT order at each typed site of
+    [first, last) (-1 where fewer); excluded[g] (a sample index, or -1) is
+    never written. The queries walk together, site by site: each row of the
+    index is read once for all of them (one at a time, every row was a cache
+    miss for each). index: (order, zeros_before, alleles) of pbwt_index, of
+    the sites right to left if `reverse` (its site j is the queries' t - 1 - j)."""
     order, zeros_before, alleles = index
     n, t = order.shape[1], queries.shape[0]
     place = np.zeros(len(columns), dtype=np.int64)
@@ -103,55 +107,134 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, c
                 allele = alleles[j, order[j, min(place[g], n - 1)]]
             below = zeros_before[j, place[g]]
             place[g] = below if allele == 0 else zeros + place[g] - below
+            out = sightings[g, site - first, offset:offset + 2 * neighbours]
+            out[:] = -1
+            written = 0
             for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
                 h = order[j + 1, i]
-                if h // 2 == excluded[g]:
-                    continue
-                if counts[g, h] == 0:
-                    chosen[g, n_chosen[g]] = h
-                    n_chosen[g] += 1
-                if counts[g, h] < 65535:
-                    counts[g, h] += 1
+                if h // 2 != excluded[g]:
+                    out[written] = h
+                    written += 1
 
 
 @nb.njit(cache=True)
-def _select_states(forward_index, backward_index, queries, columns, first, last, neighbours, max_states, excluded):
-    """(states (G, max_states), how many (G,)) of queries[:, columns] over
-    typed sites [first, last): the haplotypes sharing the longest runs of
-    alleles with each ending at each site (a PBWT of the sites left to
-    right) and starting there (right to left), the `max_states` most often
-    chosen (ties to the lower index), ascending."""
-    n_group, n, t = len(columns), forward_index[0].shape[1], queries.shape[0]
-    counts = np.zeros((n_group, n), dtype=np.uint16)
-    chosen = np.empty((n_group, n), dtype=np.int32)
-    n_chosen = np.zeros(n_group, dtype=np.int64)
-    _walk(forward_index, queries, columns, first, last, False, neighbours, excluded, counts, chosen, n_chosen)
-    _walk(backward_index, queries, columns, t - last, t - first, True, neighbours, excluded, counts, chosen, n_chosen)
-    states = np.empty((n_group, max_states), dtype=np.int32)
-    n_states = np.empty(n_group, dtype=np.int64)
-    for g in range(n_group):
-        picked = chosen[g, :n_chosen[g]]
-        if len(picked) > max_states:
-            key = np.empty(len(picked), dtype=np.int64)
-            for s in range(len(picked)):
-                key[s] = -np.int64(counts[g, picked[s]]) * n + picked[s]
-            picked = picked[np.argsort(key)[:max_states]]
-        n_states[g] = len(picked)
-        states[g, :len(picked)] = np.sort(picked)
-    return states, n_states
+def _sightings(forward_index, backward_index, queries, columns, first, last, neighbours, excluded):
+    """(G, last - first, 4 neighbours) the haplotypes sharing the longest
+    runs of alleles with each query of queries[:, columns] ending at each
+    typed site of [first, last) (a PBWT of the sites left to right), then
+    those starting there (right to left); -1 pads."""
+    t = queries.shape[0]
+    sightings = np.empty((len(columns), last - first, 4 * neighbours), dtype=np.int32)
+    _walk(forward_index, queries, columns, first, last, False, neighbours, excluded, sightings, 0)
+    _walk(backward_index, queries, columns, t - last, t - first, True, neighbours, excluded, sightings,
+          2 * neighbours)
+    return sightings
 
 
 @nb.njit(cache=True)
-def _state_alleles(haplotype_alleles, states, first, last):
-    """(last - first, K) the states' alleles at typed sites [first, last),
-    gathered once for the forward and the backward sweeps from
-    haplotype_alleles (H, t): each state's a contiguous run, where from
-    the sites' rows (t, H) each was a cache miss in a large panel."""
-    out = np.empty((last - first, len(states)), dtype=np.uint8)
-    for s in range(len(states)):
-        row = haplotype_alleles[states[s]]
-        for j in range(first, last):
-            out[j - first, s] = row[j]
+def _heap_push(heap, size, key):
+    """Push key onto the min-heap heap[:size]; the new size."""
+    i = size
+    heap[i] = key
+    while i > 0 and heap[(i - 1) // 2] > heap[i]:
+        parent = (i - 1) // 2
+        heap[i], heap[parent] = heap[parent], heap[i]
+        i = parent
+    return size + 1
+
+
+@nb.njit(cache=True)
+def _heap_pop(heap, size):
+    """(smallest key of the min-heap heap[:size], the new size)."""
+    top = heap[0]
+    size -= 1
+    heap[0] = heap[size]
+    i = 0
+    while True:
+        smallest, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < size and heap[left] < heap[smallest]:
+            smallest = left
+        if right < size and heap[right] < heap[smallest]:
+            smallest = right
+        if smallest == i:
+            return top, size
+        heap[i], heap[smallest] = heap[smallest], heap[i]
+        i = smallest
+
+
+@nb.njit(cache=True)
+def _stalest_slot(heap, size, slot_seen, n_slots):
+    """(the slot whose haplotype was sighted longest ago, ties to the lower
+    slot; the heap's new size). The heap holds keys seen * n_slots + slot,
+    some stale (the slot sighted again since): those are pushed back with
+    the slot's last sighting."""
+    while True:
+        key, size = _heap_pop(heap, size)
+        slot, seen = key % n_slots, key // n_slots
+        if seen == slot_seen[slot]:
+            return slot, size
+        size = _heap_push(heap, size, slot_seen[slot] * n_slots + slot)
+
+
+@nb.njit(cache=True)
+def _composite_states(sightings, max_states, slot_of, segments, heap):
+    """(segments (4, S): slot, first site, end site (exclusive), haplotype;
+    the number of slots) of a query's composite copying states, as Beagle 5
+    builds its composite reference haplotypes: each of at most `max_states`
+    slots copies one panel haplotype at a time, and a haplotype sighted
+    (sightings (t, w), -1 padded) when in no slot takes the slot sighted
+    longest ago, from halfway between that slot's last sighting and this
+    one. So every stretch of the segment has the haplotypes matching the
+    query there, where one set for the whole segment kept those matching
+    most often. Scratch, reused from query to query: slot_of (H,) int32
+    all -1, left so; segments (4, >= t w + max_states) and heap (>= t w)
+    int64."""
+    t, width = sightings.shape
+    n_slots = max_states
+    slot_hap = np.full(n_slots, -1, dtype=np.int64)
+    slot_seen = np.zeros(n_slots, dtype=np.int64)
+    slot_segment = np.zeros(n_slots, dtype=np.int64)
+    used, n_segments, size = 0, 0, 0
+    for j in range(t):
+        for c in range(width):
+            h = sightings[j, c]
+            if h < 0:
+                continue
+            slot = slot_of[h]
+            if slot >= 0 and slot_hap[slot] == h:
+                slot_seen[slot] = j
+                continue
+            if used < n_slots:
+                slot, start = used, 0
+                used += 1
+            else:
+                slot, size = _stalest_slot(heap, size, slot_seen, n_slots)
+                start = (slot_seen[slot] + 1 + j) // 2
+                segments[2, slot_segment[slot]] = start
+            segments[0, n_segments], segments[1, n_segments], segments[3, n_segments] = slot, start, h
+            slot_segment[slot], slot_hap[slot], slot_seen[slot], slot_of[h] = n_segments, h, j, slot
+            n_segments += 1
+            size = _heap_push(heap, size, j * n_slots + slot)
+    for slot in range(used):
+        segments[2, slot_segment[slot]] = t
+    for e in range(n_segments):
+        slot_of[segments[3, e]] = -1
+    return segments[:, :n_segments], used
+
+
+@nb.njit(cache=True)
+def _state_alleles(haplotype_alleles, segments, n_states, first, last):
+    """(last - first, K) the composite states' alleles at typed sites
+    [first, last) (segments numbered from first), gathered once for the
+    forward and the backward sweeps from haplotype_alleles (H, t): each
+    segment a contiguous run, where from the sites' rows (t, H) each was a
+    cache miss in a large panel."""
+    out = np.empty((last - first, n_states), dtype=np.uint8)
+    for e in range(segments.shape[1]):
+        slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
+        row = haplotype_alleles[h]
+        for j in range(start, end):
+            out[j, slot] = row[first + j]
     return out
 
 
@@ -239,19 +322,39 @@ def _sides(gap, last):
     return max(gap - 1, 0), min(gap, last - 1)
 
 
+@nb.njit(cache=True)
+def _first_in_gap(hap_records, record_gap, low, high, gap):
+    """The first e in [low, high) whose record lies in gap `gap` or after (records ascending)."""
+    while low < high:
+        middle = (low + high) // 2
+        if record_gap[hap_records[middle]] < gap:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_untyped(untyped, states, posterior, first, last, out_column):
+def _impute_untyped(untyped, segments, posterior, last, out_column):
     """Write each untyped record's P(alt) to out_column (zeros): the
     posteriors at the typed sites either side (_sides), interpolated by the
     record's weight (0 at the left site, 1 at the right), summed over the
-    states that carry its minor allele (minor_alleles), and taken from 1
+    states that carry its minor allele (minor_alleles) at that site (a
+    composite state may copy another haplotype at each), and taken from 1
     where that allele is REF."""
     weights, record_gap, hap_starts, hap_records, alt_major = untyped[1:]
-    for s in range(len(states)):
-        for e in range(hap_starts[states[s]], hap_starts[states[s] + 1]):
-            r = hap_records[e]
+    for e in range(segments.shape[1]):
+        slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
+        for i in range(_first_in_gap(hap_records, record_gap, hap_starts[h], hap_starts[h + 1], start),
+                       hap_starts[h + 1]):
+            r = hap_records[i]
             left, right = _sides(record_gap[r], last)
-            out_column[r] += (1 - weights[r]) * posterior[left - first, s] + weights[r] * posterior[right - first, s]
+            if left >= end:
+                break
+            if left >= start:
+                out_column[r] += (1 - weights[r]) * posterior[left, slot]
+            if right < end:
+                out_column[r] += weights[r] * posterior[right, slot]
     for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
         out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
 
@@ -289,37 +392,39 @@ def _posteriors(state_alleles, query, first, jump_rate, error):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_haplotype(haplotype_alleles, query, states, first, last, core_first, core_last, jump_rate, error,
+def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_first, core_last, jump_rate, error,
                       untyped, out_column, typed_column):
-    """Forward-backward over typed sites [first, last); imputes the untyped
-    records in the gaps after typed sites core_first..core_last - 1 (gap
-    j + 1 follows typed site j; gap 0 is before the first typed site) into
-    out_column (none with an empty out_column), and the typed sites of the
-    core where the query has no call into typed_column (core_last -
-    core_first,), core_first first."""
-    state_alleles = _state_alleles(haplotype_alleles, states, first, last)
-    posterior = _posteriors(state_alleles, query, first, jump_rate, error)
+    """Forward-backward over typed sites [0, last) of the composite states
+    of `segments` (_composite_states); imputes the untyped records in the
+    gaps after typed sites core_first..core_last - 1 (gap j + 1 follows
+    typed site j; gap 0 is before the first typed site) into out_column
+    (none with an empty out_column), and the typed sites of the core where
+    the query has no call into typed_column (core_last - core_first,),
+    core_first first."""
+    state_alleles = _state_alleles(haplotype_alleles, segments, n_states, 0, last)
+    posterior = _posteriors(state_alleles, query, 0, jump_rate, error)
     for j in range(core_first, core_last):
         if query[j] < 0:
             alt = 0.0
-            for s in range(len(states)):
-                alt += posterior[j - first, s] * state_alleles[j - first, s]
+            for s in range(n_states):
+                alt += posterior[j, s] * state_alleles[j, s]
             typed_column[j - core_first] = alt
     if not len(out_column):  # typed sites only
         return
-    _impute_untyped(untyped, states, posterior, first, last, out_column)
+    _impute_untyped(untyped, segments, posterior, last, out_column)
 
 
 @nb.njit(cache=True, parallel=True)
-def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, first, last, core_first,
-                    core_last, jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, n_threads):
+def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, core_first, core_last,
+                    jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, n_threads):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
-    haplotypes (queries (t, Q) int8) at the untyped records of untyped[0]
-    (none if it is empty) and at the typed sites of the core where a query
-    has no call (NaN at the others). The typed output spans the core, not
-    the contig: (Q, t) for every segment cost 0.5 GB and its filling for a
-    batch of 1,000 samples on a contig of 60,000 typed sites."""
-    n_queries, n_haplotypes = queries.shape[1], haplotype_alleles.shape[0]
+    haplotypes (queries (t, Q) int8, the segment's typed sites) at the
+    untyped records of untyped[0] (none if it is empty) and at the typed
+    sites of the core where a query has no call (NaN at the others). The
+    typed output spans the core, not the contig: (Q, t) for every segment
+    cost 0.5 GB and its filling for a batch of 1,000 samples on a contig of
+    60,000 typed sites."""
+    n_queries, n_haplotypes, last = queries.shape[1], haplotype_alleles.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
     # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
@@ -328,12 +433,16 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
         columns = np.arange(group * size, min(n_queries, (group + 1) * size))
-        states_of, n_states = _select_states(forward_index, backward_index, queries, columns, first, last,
-                                             neighbours, max_states, excluded[columns])
+        sightings = _sightings(forward_index, backward_index, queries, columns, 0, last, neighbours,
+                               excluded[columns])
+        slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
+        capacity = sightings.shape[1] * sightings.shape[2] + max_states
+        segment_buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
         for g in range(len(columns)):
             q = columns[g]
-            _impute_haplotype(haplotype_alleles, queries[:, q].copy(), states_of[g, :n_states[g]].copy(), first, last,
-                              core_first, core_last, jump_rate, error, untyped, out[q], typed_out[q])
+            segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
+            _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
+                              core_last, jump_rate, error, untyped, out[q], typed_out[q])
     return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
@@ -399,8 +508,8 @@ class ContigModel:
             stop = start
         forward_index, backward_index, haplotype_alleles, untyped_records = self._build(segment, start, stop)
         return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
-                               excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles, 0,
-                               segment.last - first, segment.core_first - first, segment.core_last - first,
+                               excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
+                               segment.core_first - first, segment.core_last - first,
                                self.jump_cm[first:segment.last - 1], s.neighbours, s.max_states, float(s.ne),
                                s.haplotype_offset, s.error, untyped_records, nb.get_num_threads())
 
