@@ -316,3 +316,26 @@ def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
     result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--ne", "0",
                   "--out", str(tmp_path / "out.vcf.gz")], ok=False)
     assert result.exit_code == 2 and "--ne" in result.output and "Traceback" not in result.output
+
+
+def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted():
+    """More haplotypes are found than there are states, each over its own
+    stretch: every one is copied by some state at the sites it was found
+    at, and each state copies one haplotype at a time, over every site."""
+    from genimpute.copying import _composite_states
+
+    t, n_states, rng = 60, 4, np.random.default_rng(9)
+    sightings = np.full((t, 2), -1, dtype=np.int32)
+    for j in range(t):
+        sightings[j, 0] = j // 6  # ten haplotypes, six sites each
+        sightings[j, 1] = 20 + rng.integers(0, 2)  # two seen throughout
+    capacity = sightings.size + n_states
+    segments, used = _composite_states(sightings, n_states, np.full(30, -1, dtype=np.int32),
+                                       np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64))
+    copied = np.full((t, n_states), -1)
+    for slot, start, end, h in segments.T:
+        assert (copied[start:end, slot] == -1).all()  # one haplotype per state and site
+        copied[start:end, slot] = h
+    assert used == n_states and (copied >= 0).all()
+    for j in range(t):
+        assert set(sightings[j]) <= set(copied[j].tolist())
