@@ -88,7 +88,7 @@ def pbwt_index(alleles):
 @nb.njit(cache=True)
 def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, sightings, offset):
     """For each query g of queries[:, columns] (t, Q), write to
-    sightings[g, site - first, offset:offset + 2 neighbours] the haplotypes
+    sightings[g, site, offset:offset + 2 neighbours] the haplotypes
     within `neighbours` of its place in the PBWT order at each typed site of
     [first, last) (-1 where fewer); excluded[g] (a sample index, or -1) is
     never written. The queries walk together, site by site: each row of the
@@ -107,7 +107,7 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
                 allele = alleles[j, order[j, min(place[g], n - 1)]]
             below = zeros_before[j, place[g]]
             place[g] = below if allele == 0 else zeros + place[g] - below
-            out = sightings[g, site - first, offset:offset + 2 * neighbours]
+            out = sightings[g, site, offset:offset + 2 * neighbours]
             out[:] = -1
             written = 0
             for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
@@ -118,16 +118,15 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
 
 
 @nb.njit(cache=True)
-def _sightings(forward_index, backward_index, queries, columns, first, last, neighbours, excluded):
-    """(G, last - first, 4 neighbours) the haplotypes sharing the longest
-    runs of alleles with each query of queries[:, columns] ending at each
-    typed site of [first, last) (a PBWT of the sites left to right), then
-    those starting there (right to left); -1 pads."""
+def _sightings(forward_index, backward_index, queries, columns, neighbours, excluded):
+    """(G, t, 4 neighbours) the haplotypes sharing the longest runs of
+    alleles with each query of queries[:, columns] (t, Q) ending at each
+    typed site (a PBWT of the sites left to right), then those starting
+    there (right to left); -1 pads."""
     t = queries.shape[0]
-    sightings = np.empty((len(columns), last - first, 4 * neighbours), dtype=np.int32)
-    _walk(forward_index, queries, columns, first, last, False, neighbours, excluded, sightings, 0)
-    _walk(backward_index, queries, columns, t - last, t - first, True, neighbours, excluded, sightings,
-          2 * neighbours)
+    sightings = np.empty((len(columns), t, 4 * neighbours), dtype=np.int32)
+    _walk(forward_index, queries, columns, 0, t, False, neighbours, excluded, sightings, 0)
+    _walk(backward_index, queries, columns, 0, t, True, neighbours, excluded, sightings, 2 * neighbours)
     return sightings
 
 
@@ -433,8 +432,7 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
         columns = np.arange(group * size, min(n_queries, (group + 1) * size))
-        sightings = _sightings(forward_index, backward_index, queries, columns, 0, last, neighbours,
-                               excluded[columns])
+        sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, excluded[columns])
         slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
         capacity = sightings.shape[1] * sightings.shape[2] + max_states
         segment_buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
