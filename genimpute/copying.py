@@ -321,16 +321,15 @@ def _sides(gap, last):
     return max(gap - 1, 0), min(gap, last - 1)
 
 
-@nb.njit(cache=True)
-def _first_in_gap(hap_records, record_gap, low, high, gap):
-    """The first e in [low, high) whose record lies in gap `gap` or after (records ascending)."""
-    while low < high:
-        middle = (low + high) // 2
-        if record_gap[hap_records[middle]] < gap:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+@nb.njit(cache=True, fastmath=FAST)
+def _add_sides(out_column, r, record_gap, weights, posterior, slot, start, end, last):
+    """Add to record r's P(minor) the state's posterior at each typed site
+    either side of it (_sides) that lies in [start, end), weighted."""
+    left, right = _sides(record_gap[r], last)
+    if start <= left < end:
+        out_column[r] += (1 - weights[r]) * posterior[left, slot]
+    if start <= right < end:
+        out_column[r] += weights[r] * posterior[right, slot]
 
 
 @nb.njit(cache=True, fastmath=FAST)
@@ -341,19 +340,25 @@ def _impute_untyped(untyped, segments, posterior, last, out_column):
     states that carry its minor allele (minor_alleles) at that site (a
     composite state may copy another haplotype at each), and taken from 1
     where that allele is REF."""
-    weights, record_gap, hap_starts, hap_records, alt_major = untyped[1:]
+    weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
     for e in range(segments.shape[1]):
         slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
-        for i in range(_first_in_gap(hap_records, record_gap, hap_starts[h], hap_starts[h + 1], start),
-                       hap_starts[h + 1]):
+        low, high = hap_starts[h], hap_starts[h + 1]
+        i = low + np.searchsorted(hap_records[low:high], gap_first[start])
+        # gap `start`, where the left site may be another state's: its records one by one
+        while i < high and hap_records[i] < gap_first[start + 1]:
+            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, slot, start, end, last)
+            i += 1
+        # gaps start + 1 .. end - 1, both sites in the segment: the bulk, with no tests
+        while i < high and hap_records[i] < gap_first[end]:
             r = hap_records[i]
             left, right = _sides(record_gap[r], last)
-            if left >= end:
-                break
-            if left >= start:
-                out_column[r] += (1 - weights[r]) * posterior[left, slot]
-            if right < end:
-                out_column[r] += weights[r] * posterior[right, slot]
+            out_column[r] += (1 - weights[r]) * posterior[left, slot] + weights[r] * posterior[right, slot]
+            i += 1
+        # gap `end`, where the right site may be another state's
+        while i < high and hap_records[i] < gap_first[end + 1]:
+            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, slot, start, end, last)
+            i += 1
     for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
         out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
 
@@ -540,14 +545,16 @@ class ContigModel:
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:
         (records, weights, each one's gap in the numbering of typed sites
-        from `first`, *minor_alleles)."""
+        from `first`, the first record in each of those gaps or after,
+        *minor_alleles)."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
         record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first
         # the panel's alt frequency is its alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it,
         # which float32 keeps apart below 16 million haplotypes; so the minor allele needs no count of its own
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
-        return (records, self.weights[start:stop], record_gap,
+        gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
+        return (records, self.weights[start:stop], record_gap, gap_first,
                 *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes, minor_is_alt))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
