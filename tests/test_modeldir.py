@@ -5,6 +5,7 @@ and one of a newer format is refused before anything else in it is read."""
 
 import gzip
 import json
+import re
 import shutil
 
 import numpy as np
@@ -24,7 +25,7 @@ from genimpute.models.spin import SPINConfig
 FORMATS = DATA / "model_formats"
 OLDER = ["format1", "format1_early_msa", "format2_spin"]
 # header lines that name the day, the command line and the model's path
-DATED = (b"##fileDate=", b"##genimputeCommand=", b"##genimputeModel=")
+DATED = ("##fileDate=", "##genimputeCommand=", "##genimputeModel=")
 NEWER = "genimpute-model/99"
 
 
@@ -40,9 +41,24 @@ def _error(args) -> str:
 def test_an_older_directory_imputes_what_it_did(name, tmp_path):
     out = tmp_path / "imputed.vcf.gz"
     run(["-q", "impute", str(TARGET_PHASED), "--model", str(FORMATS / name), "--engine", "model", "--out", str(out)])
-    body = b"".join(line for line in gzip.decompress(out.read_bytes()).splitlines(keepends=True)
-                    if not line.startswith(DATED))
-    assert body == gzip.decompress((FORMATS / f"{name}.expected.txt.gz").read_bytes())
+    got = [line for line in gzip.decompress(out.read_bytes()).decode().splitlines() if not line.startswith(DATED)]
+    expected = gzip.decompress((FORMATS / f"{name}.expected.txt.gz").read_bytes()).decode().splitlines()
+    assert len(got) == len(expected)
+    for line, want in zip(got, expected):
+        _assert_same_record(line, want)
+
+
+def _assert_same_record(line: str, want: str) -> None:
+    """The same text but for printed numbers one unit of their last decimal
+    apart: a torch kernel may round a value on one CPU the other way it does
+    on another (seen: DS 0.941 against 0.94 on one call of 12,580)."""
+    if line == want:
+        return
+    tokens, wanted = re.split(r"([\t:,;=|/])", line), re.split(r"([\t:,;=|/])", want)
+    assert len(tokens) == len(wanted), (line, want)
+    for token, other in zip(tokens, wanted):
+        if token != other:
+            assert abs(float(token) - float(other)) <= 0.0011, (token, other, want[:60])
 
 
 def test_format1_reads_with_the_defaults_of_what_it_lacks():
