@@ -130,7 +130,8 @@ def main() -> None:
     found = {tool: dosages(command[1], held_out) for tool, command in commands.items()}
     keys = sorted(set.intersection(*(set(d) for d in found.values())))
     truth, bins = truth_and_bins(args.panel, held_out, keys)
-    print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; error (1 - r2) in bins {' '.join(BIN_LABELS)}")
+    print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; "
+          f"error (1 - r2) in bins {' '.join(BIN_LABELS)}")
     report({tool: variant_sums(np.stack([found[tool][k] for k in keys]), truth) for tool in commands}, bins, seconds)
 
 
