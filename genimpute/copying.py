@@ -108,13 +108,13 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
             below = zeros_before[j, place[g]]
             place[g] = below if allele == 0 else zeros + place[g] - below
             out = sightings[g, site, offset:offset + 2 * neighbours]
-            out[:] = -1
             written = 0
             for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
                 h = order[j + 1, i]
                 if h // 2 != excluded[g]:
                     out[written] = h
                     written += 1
+            out[written:] = -1
 
 
 @nb.njit(cache=True)
@@ -222,18 +222,17 @@ def _composite_states(sightings, max_states, slot_of, segments, heap):
 
 
 @nb.njit(cache=True)
-def _state_alleles(haplotype_alleles, segments, n_states, first, last):
-    """(last - first, K) the composite states' alleles at typed sites
-    [first, last) (segments numbered from first), gathered once for the
-    forward and the backward sweeps from haplotype_alleles (H, t): each
-    segment a contiguous run, where from the sites' rows (t, H) each was a
-    cache miss in a large panel."""
-    out = np.empty((last - first, n_states), dtype=np.uint8)
+def _state_alleles(haplotype_alleles, segments, n_states, last):
+    """(last, K) the composite states' alleles at typed sites [0, last),
+    gathered once for the forward and the backward sweeps from
+    haplotype_alleles (H, t): each segment a contiguous run, where from the
+    sites' rows (t, H) each was a cache miss in a large panel."""
+    out = np.empty((last, n_states), dtype=np.uint8)
     for e in range(segments.shape[1]):
         slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
         row = haplotype_alleles[h]
         for j in range(start, end):
-            out[j, slot] = row[first + j]
+            out[j, slot] = row[j]
     return out
 
 
@@ -405,7 +404,7 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
     (none with an empty out_column), and the typed sites of the core where
     the query has no call into typed_column (core_last - core_first,),
     core_first first."""
-    state_alleles = _state_alleles(haplotype_alleles, segments, n_states, 0, last)
+    state_alleles = _state_alleles(haplotype_alleles, segments, n_states, last)
     posterior = _posteriors(state_alleles, query, 0, jump_rate, error)
     for j in range(core_first, core_last):
         if query[j] < 0:
