@@ -12,8 +12,9 @@ map. No target of the scale series is used, so settings may be chosen here.
 
 Each --copying adds the copying engine with those settings (`copying` in
 --tools: the defaults). Errors (1 - aggregate r2) are printed by bin, and
-for every tool after the first, a 90% bootstrap interval (over the bin's
-variants) of its error less the first tool's.
+for every tool after the first, 90% bootstrap intervals of its error less
+the first tool's, over the bin's variants and over the samples
+(benchmarks/paired_errors.py).
 
 Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file; a tool's
 output already there is reused (delete it to rerun).
@@ -32,9 +33,7 @@ from cyvcf2 import VCF
 
 from genimpute.config import CopyingSettings
 from genimpute.evaluation import BIN_LABELS, maf_bin
-from genimpute.metrics import r2_from_sums
-
-BOOTSTRAP_ROUNDS = 1000
+from paired_errors import common_variants, dosages, report, variant_key
 
 
 _COPYING = """
@@ -88,12 +87,6 @@ def make_inputs(panel: str, array: str, out: Path, n_held_out: int, seed: int) -
     return ref, gt, held_out
 
 
-def dosages(path: Path, samples: list) -> dict:
-    """(CHROM, POS, REF, ALT) -> (samples,) DS of each record flagged IMP."""
-    vcf = VCF(str(path))
-    order = [vcf.samples.index(s) for s in samples]
-    return {(v.CHROM, v.POS, v.REF, v.ALT[0]): v.format("DS")[order, 0].astype(np.float64)
-            for v in vcf if v.INFO.get("IMP")}
 
 
 def truth_and_bins(panel: str, held_out: list, keys: list) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +97,7 @@ def truth_and_bins(panel: str, held_out: list, keys: list) -> tuple[np.ndarray, 
     wanted = {k: i for i, k in enumerate(keys)}
     truth, bins = np.zeros((len(keys), len(held_out))), np.zeros(len(keys), dtype=int)
     for v in vcf:
-        i = wanted.get((v.CHROM, v.POS, v.REF, v.ALT[0]))
+        i = wanted.get(variant_key(v))
         if i is None:
             continue
         gt = v.genotype.array()[:, :2].astype(np.float64)
@@ -128,11 +121,11 @@ def main() -> None:
     commands = tool_commands(args, ref, gt, out)
     seconds = {tool: _run(*command) for tool, command in commands.items()}
     found = {tool: dosages(command[1], held_out) for tool, command in commands.items()}
-    keys = sorted(set.intersection(*(set(d) for d in found.values())))
+    keys = common_variants(found)
     truth, bins = truth_and_bins(args.panel, held_out, keys)
     print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; "
           f"error (1 - r2) in bins {' '.join(BIN_LABELS)}")
-    report({tool: variant_sums(np.stack([found[tool][k] for k in keys]), truth) for tool in commands}, bins, seconds)
+    report({tool: np.stack([found[tool][k] for k in keys]) for tool in commands}, truth, bins, seconds)
 
 
 def tool_commands(args, ref: Path, gt: Path, out: Path) -> dict:
@@ -150,37 +143,6 @@ def tool_commands(args, ref: Path, gt: Path, out: Path) -> dict:
         asked[name] = _copying_command(gt, ref, args.map, settings, out / f"{name}.vcf.gz")
     return asked
 
-
-def report(sums: dict, bins: np.ndarray, seconds: dict) -> None:
-    """Each tool's error overall and by bin, then each later tool's difference from the first."""
-    tools = list(sums)
-    for tool in tools:
-        by_bin = " ".join(f"{1 - r2_from_sums(sums[tool][bins == i].sum(0)):.3g}" for i in range(len(BIN_LABELS)))
-        print(f"{tool:10s} all {1 - r2_from_sums(sums[tool].sum(0)):.3g} | {by_bin} | {seconds[tool]:.1f} s")
-    for tool in tools[1:]:
-        intervals = (bootstrap_difference(sums[tool][bins == i], sums[tools[0]][bins == i])
-                     for i in range(len(BIN_LABELS)))
-        print(f"{tool} - {tools[0]}, error, 90% interval over variants: "
-              + " ".join(f"[{low:+.2g}, {high:+.2g}]" for low, high in intervals))
-
-
-def variant_sums(dosage: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """(V, 6) each variant's sums (n, x, y, xx, yy, xy) of dosage x and true count y, for r2_from_sums."""
-    return np.stack([np.full(len(dosage), dosage.shape[1], dtype=np.float64), dosage.sum(1), truth.sum(1),
-                     (dosage * dosage).sum(1), (truth * truth).sum(1), (dosage * truth).sum(1)], axis=1)
-
-
-def bootstrap_difference(sums: np.ndarray, baseline: np.ndarray, seed: int = 0) -> tuple[float, float]:
-    """5% and 95% quantiles of error(sums) - error(baseline), pooled r2 of
-    (V, 6) per-variant sums, over the variants drawn with replacement: a
-    bin's difference between tools smaller than this is one its variants
-    could give by chance."""
-    if not len(sums):
-        return float("nan"), float("nan")
-    draws = np.random.default_rng(seed).multinomial(len(sums), np.full(len(sums), 1 / len(sums)),
-                                                    size=BOOTSTRAP_ROUNDS).astype(np.float64)
-    difference = r2_from_sums(draws @ baseline) - r2_from_sums(draws @ sums)
-    return tuple(np.nanquantile(difference, [0.05, 0.95]))
 
 if __name__ == "__main__":
     main()

@@ -6,9 +6,10 @@
 # included), Beagle 5.4 (the VCF panel) and Minimac4, each with the map and 2
 # threads, one tool at a time. For each panel size and cohort size: wall time
 # and peak RSS (the median of ROUNDS runs), the ratio to Beagle's, and
-# aggregate r2 by MAF bin against the targets' truth; with two cohort sizes
-# or more, each tool's time per target between the smallest and the largest
-# (issue 24). The conversions' and Minimac4's compression times are printed
+# aggregate r2 by MAF bin against the targets' truth, with 90% intervals of
+# genimpute's error less Beagle's (benchmarks/paired_errors.py); with two
+# cohort sizes or more, each tool's time per target between the smallest and
+# the largest (issue 24). The conversions' and Minimac4's compression times are printed
 # once per panel.
 #
 #   bash benchmarks/scale_series.sh SCALE_DIR [out dir]   (default benchmarks/out/scale)
@@ -66,6 +67,11 @@ for p in $panels; do
     for e in $engines; do labels+="genimpute_$e,"; files+=("genimpute_$e.$job.vcf.gz"); done
     genimpute evaluate --truth "truth.$n.vcf.gz" --ref "$panel" --labels "${labels}beagle,minimac4" \
       "${files[@]}" "beagle.$job.vcf.gz" "minimac4.$job.vcf.gz" | tee "r2.$job.txt"
+    # how much of each bin's difference from Beagle other variants or other targets could give
+    pairs=("beagle=beagle.$job.vcf.gz")
+    for e in $engines; do pairs+=("genimpute_$e=genimpute_$e.$job.vcf.gz"); done
+    python "$root/benchmarks/paired_errors.py" "truth.$n.vcf.gz" "$panel" "${pairs[@]}" 2> /dev/null \
+      | tee "intervals.$job.txt"
   done
   mapfile -t sizes < <(for n in $cohorts; do echo "$n"; done | sort -n)
   smallest=${sizes[0]} largest=${sizes[-1]}

@@ -129,7 +129,8 @@ def _info_float(rec, field: str) -> float:
     return float(value) if value is not None else float("nan")
 
 
-def _is_imputed(rec) -> bool:
+def is_imputed(rec) -> bool:
+    """Whether a record was imputed, not typed, by the flags genimpute, Beagle or Minimac4 set."""
     return bool(rec.INFO.get("IMP") or (rec.INFO.get("IMPUTED") and not rec.INFO.get("TYPED")))
 
 
@@ -158,7 +159,7 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: l
     keys, sums, estimated, info_af, truth_maf = [], [], [], [], []
     missing_truth = 0
     for rec in vcf:
-        if not _is_imputed(rec) or len(rec.ALT) != 1:
+        if not is_imputed(rec) or len(rec.ALT) != 1:
             continue
         key = _key(rec)
         true = truth.get(key)
