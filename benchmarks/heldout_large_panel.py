@@ -87,8 +87,6 @@ def make_inputs(panel: str, array: str, out: Path, n_held_out: int, seed: int) -
     return ref, gt, held_out
 
 
-
-
 def truth_and_bins(panel: str, held_out: list, keys: list) -> tuple[np.ndarray, np.ndarray]:
     """(V, N) true dosages of the held-out samples, (V,) MAF bins among the other samples."""
     vcf = VCF(panel)

@@ -9,8 +9,8 @@
 # aggregate r2 by MAF bin against the targets' truth, with 90% intervals of
 # genimpute's error less Beagle's (benchmarks/paired_errors.py); with two
 # cohort sizes or more, each tool's time per target between the smallest and
-# the largest (issue 24). The conversions' and Minimac4's compression times are printed
-# once per panel.
+# the largest (issue 24). The conversions' and Minimac4's compression times
+# are printed once per panel.
 #
 #   bash benchmarks/scale_series.sh SCALE_DIR [out dir]   (default benchmarks/out/scale)
 #   env: PANELS (default "1000 4000 16000"), COHORTS (default "100 1000"),
@@ -70,8 +70,7 @@ for p in $panels; do
     # how much of each bin's difference from Beagle other variants or other targets could give
     pairs=("beagle=beagle.$job.vcf.gz")
     for e in $engines; do pairs+=("genimpute_$e=genimpute_$e.$job.vcf.gz"); done
-    python "$root/benchmarks/paired_errors.py" "truth.$n.vcf.gz" "$panel" "${pairs[@]}" 2> /dev/null \
-      | tee "intervals.$job.txt"
+    python "$root/benchmarks/paired_errors.py" "truth.$n.vcf.gz" "$panel" "${pairs[@]}" | tee "intervals.$job.txt"
   done
   mapfile -t sizes < <(for n in $cohorts; do echo "$n"; done | sort -n)
   smallest=${sizes[0]} largest=${sizes[-1]}
