@@ -32,8 +32,8 @@ import numpy as np
 from cyvcf2 import VCF
 
 from genimpute.config import CopyingSettings
-from genimpute.evaluation import BIN_LABELS, maf_bin
-from paired_errors import common_variants, dosages, report, variant_key
+from genimpute.evaluation import BIN_LABELS, maf_bin, variant_key
+from paired_errors import common_variants, dosages, report
 
 
 _COPYING = """

@@ -22,16 +22,10 @@ from pathlib import Path
 import numpy as np
 from cyvcf2 import VCF
 
-from genimpute.evaluation import BIN_LABELS, is_imputed, maf_bin, panel_maf, read_truth
-from genimpute.io.contigs import normalise_contig
+from genimpute.evaluation import BIN_LABELS, is_imputed, maf_bin, panel_maf, read_truth, variant_key
 from genimpute.metrics import r2_from_sums
 
 BOOTSTRAP_ROUNDS = 1000
-
-
-def variant_key(record) -> tuple:
-    """The key genimpute.evaluation gives a biallelic record."""
-    return normalise_contig(record.CHROM), record.POS, record.REF, record.ALT[0]
 
 
 def dosages(path: Path, samples: list) -> dict:

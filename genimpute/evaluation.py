@@ -62,7 +62,8 @@ def r2_bin(r2: np.ndarray) -> np.ndarray:
     return np.clip(np.searchsorted(R2_BINS, r2, side="right") - 1, 0, len(R2_BIN_LABELS) - 1)
 
 
-def _key(rec) -> tuple:
+def variant_key(rec) -> tuple:
+    """(contig, POS, REF, ALT) of a record, the contig spelled one way: files naming it differently still meet."""
     return (normalise_contig(rec.CHROM), rec.POS, rec.REF, ",".join(rec.ALT))
 
 
@@ -81,7 +82,7 @@ def _maf(af: float) -> float:
 
 def read_truth(path: str | Path) -> tuple[list, dict]:
     vcf = open_vcf(path)
-    truth = {_key(rec): _allele_counts(rec) for rec in vcf if len(rec.ALT) == 1}
+    truth = {variant_key(rec): _allele_counts(rec) for rec in vcf if len(rec.ALT) == 1}
     return list(vcf.samples), truth
 
 
@@ -92,7 +93,7 @@ def panel_maf(path: str | Path) -> dict:
     for rec in vcf:
         if len(rec.ALT) == 1:
             called = rec.num_called
-            maf[_key(rec)] = _maf((rec.num_het + 2 * rec.num_hom_alt) / (2 * called)) if called else 0.0
+            maf[variant_key(rec)] = _maf((rec.num_het + 2 * rec.num_hom_alt) / (2 * called)) if called else 0.0
     return maf
 
 
@@ -161,7 +162,7 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: l
     for rec in vcf:
         if not is_imputed(rec) or len(rec.ALT) != 1:
             continue
-        key = _key(rec)
+        key = variant_key(rec)
         true = truth.get(key)
         if true is None:
             missing_truth += 1
