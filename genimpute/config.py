@@ -127,15 +127,23 @@ class CopyingSettings:
 
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # composite states per haplotype and segment, each copying one haplotype at a time
+    # states of a second, wider pass (0: none; as 800 with 32 neighbours) whose P(alt) is averaged with the first's
+    wide_states: int = 0
+    wide_neighbours: int = 32
     ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes + haplotype_offset)
     haplotype_offset: int = 200  # keeps the switch rate of a small panel from growing as 1 / its haplotypes
     error: float = 1e-3  # probability of showing an allele other than the copied one
     segment_sites: int = 2000  # typed sites each forward-backward imputes
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads
 
+    def passes(self) -> tuple[tuple[int, int], ...]:
+        """(neighbours, states) of each forward-backward pass whose P(alt) are averaged."""
+        wide = ((self.wide_neighbours, self.wide_states),) if self.wide_states else ()
+        return ((self.neighbours, self.max_states),) + wide
+
     def __post_init__(self):
-        for name, low in (("neighbours", 1), ("max_states", 1), ("segment_sites", 1), ("margin_sites", 0),
-                          ("haplotype_offset", 0)):
+        for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),
+                          ("segment_sites", 1), ("margin_sites", 0), ("haplotype_offset", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
         if not self.ne > 0:

@@ -17,7 +17,11 @@ whose haplotype was found longest ago, from halfway between the two
 sightings. So every stretch of the segment has the haplotypes matching the
 target there; one set of the `max_states` found most often over the whole
 segment left some stretches with few of those when more were found (held-out
-figures in BENCHMARKS.md). One forward-backward over the segment weighs each
+figures in BENCHMARKS.md). With `wide_states` a second pass, over more
+states from more neighbours, follows, and P(alt) is the mean of the two's:
+not the default, as it costs 2.9 times the time for gains on held-out
+samples of a 16,000-sample panel that no target cell of the scale series
+showed (BENCHMARKS.md). One forward-backward over the segment weighs each
 state by the whole path, where per-window passes recomputed overlapping
 stretches for every window.
 
@@ -419,32 +423,43 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, core_first, core_last,
-                    jump_cm, neighbours, max_states, ne, haplotype_offset, error, untyped, n_threads):
+                    jump_cm, passes, ne, haplotype_offset, error, untyped, n_threads):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
     haplotypes (queries (t, Q) int8, the segment's typed sites) at the
     untyped records of untyped[0] (none if it is empty) and at the typed
-    sites of the core where a query has no call (NaN at the others). The
-    typed output spans the core, not the contig: (Q, t) for every segment
-    cost 0.5 GB and its filling for a batch of 1,000 samples on a contig of
-    60,000 typed sites."""
+    sites of the core where a query has no call (NaN at the others): the
+    mean over `passes` (P, 2) int64, each a forward-backward over the
+    composite states from (neighbours, max states). The typed output spans
+    the core, not the contig: (Q, t) for every segment cost 0.5 GB and its
+    filling for a batch of 1,000 samples on a contig of 60,000 typed sites."""
     n_queries, n_haplotypes, last = queries.shape[1], haplotype_alleles.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
     # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
     jump_rate = -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
+    share = np.float32(1.0 / len(passes))
     # groups small enough that a small cohort still keeps every thread busy
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
         columns = np.arange(group * size, min(n_queries, (group + 1) * size))
-        sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, excluded[columns])
-        slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
-        capacity = sightings.shape[1] * sightings.shape[2] + max_states
-        segment_buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
-        for g in range(len(columns)):
-            q = columns[g]
-            segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
-            _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
-                              core_last, jump_rate, error, untyped, out[q], typed_out[q])
+        untyped_pass = np.empty(len(untyped[0]), dtype=np.float32)
+        typed_pass = np.empty(core_last - core_first, dtype=np.float32)
+        for p in range(len(passes)):
+            neighbours, max_states = passes[p, 0], passes[p, 1]
+            sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, excluded[columns])
+            slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
+            capacity = sightings.shape[1] * sightings.shape[2] + max_states
+            segment_buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
+            for g in range(len(columns)):
+                q = columns[g]
+                segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
+                untyped_pass[:] = 0
+                _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
+                                  core_last, jump_rate, error, untyped, untyped_pass, typed_pass)
+                out[q] += share * untyped_pass
+                for j in range(core_last - core_first):
+                    if queries[core_first + j, q] < 0:  # NaN (no pass yet) at first
+                        typed_out[q, j] = share * typed_pass[j] + (typed_out[q, j] if p else 0)
     return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
@@ -509,10 +524,11 @@ class ContigModel:
         if not untyped:
             stop = start
         forward_index, backward_index, haplotype_alleles, untyped_records = self._build(segment, start, stop)
+        passes = np.array(s.passes(), dtype=np.int64)
         return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
                                excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
                                segment.core_first - first, segment.core_last - first,
-                               self.jump_cm[first:segment.last - 1], s.neighbours, s.max_states, float(s.ne),
+                               self.jump_cm[first:segment.last - 1], passes, float(s.ne),
                                s.haplotype_offset, s.error, untyped_records, nb.get_num_threads())
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:

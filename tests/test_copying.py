@@ -96,6 +96,27 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
 
 
 
+def test_a_wide_pass_averages_two_state_sets():
+    rng = np.random.default_rng(9)
+    alleles = rng.integers(0, 2, (400, 60)).astype(np.uint8)
+    typed = rng.random(400) < 0.3
+    typed[:2] = False
+    queries = alleles[typed][:, :4].astype(np.int8)
+    queries[::7, 1] = -1  # missing calls: the typed output is averaged too
+    excluded = np.full(4, -1)
+
+    def run(**settings):
+        model = ContigModel(_panel(alleles), 0, typed, CopyingSettings(**settings))
+        return model.probabilities(model.segments(with_untyped_only=False)[0], queries, excluded)
+
+    narrow = run(neighbours=2, max_states=6, wide_states=0)
+    wide = run(neighbours=5, max_states=20, wide_states=0)
+    both = run(neighbours=2, max_states=6, wide_neighbours=5, wide_states=20)
+    for part in (0, 1):  # untyped records, typed sites without a call
+        assert np.abs(narrow[part] - wide[part])[np.isfinite(narrow[part])].max() > 0.05  # two passes that differ
+        np.testing.assert_allclose(both[part], (narrow[part] + wide[part]) / 2, atol=1e-6)
+
+
 def test_a_query_copying_one_haplotype_gets_its_alleles_and_an_excluded_sample_is_not_copied():
     _, alleles, typed, model, segment = _random_model(2, 400, 40, 0.3)
     copied = 13
@@ -306,7 +327,8 @@ def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
         assert ("no genetic map" in caplog.text) == warned
 
 
-@pytest.mark.parametrize("bad", [{"ne": 0}, {"ne": -5.0}, {"error": 0.5}, {"neighbours": 0}, {"max_states": 0}])
+@pytest.mark.parametrize("bad", [{"ne": 0}, {"ne": -5.0}, {"error": 0.5}, {"neighbours": 0}, {"max_states": 0},
+                                 {"wide_neighbours": 0}, {"wide_states": -1}])
 def test_copying_settings_refuse_values_that_break_the_model(bad):
     with pytest.raises(ValueError, match="expected"):
         CopyingSettings(**bad)
