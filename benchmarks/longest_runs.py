@@ -1,0 +1,124 @@
+"""A prototype of another way to choose copying states, on held-out samples:
+at every typed site, the panel haplotypes whose run of alleles matching the
+target through that site is among the `top` longest, each then a state over
+the whole segment, alone ("runsK") or added to the engine's composite states
+("composite+runsK"); next to the engine's default and Beagle 5.4.
+
+Why: where the engine lost a rare allele to Beagle on a held-out sample of a
+16,000-sample panel, the 26 haplotypes sharing the target's longest run
+through the site all carried it, yet over a thousand others, matching as
+long on one side of it, held most of the posterior (BENCHMARKS.md, stop 35).
+The PBWT neighbours rank matches ending (or starting) at a site; this ranks
+the whole run through it.
+
+    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES TOPS
+
+HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
+held_out.txt, beagle.vcf.gz); PANEL the panel it held samples out of, ARRAY
+its array sites; the first SAMPLES held-out samples are imputed; TOPS as
+5,20. Computes every haplotype's runs in numpy: about 1.4 s per target
+haplotype at 16,000 samples, for contigs of one segment only.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from paired_errors import report
+
+from genimpute import copying
+from genimpute.config import CopyingSettings
+from genimpute.evaluation import BIN_LABELS, maf_bin
+from genimpute.panel import ReferencePanel
+
+
+def runs_through(panel_alleles: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """(t, H) the length in typed sites of each haplotype's run of alleles
+    matching target (t,) through each site (0 where it differs there)."""
+    same = panel_alleles == target[:, None]
+    left, right = np.zeros(same.shape, np.int32), np.zeros(same.shape, np.int32)
+    for i in range(len(same)):
+        left[i] = (left[i - 1] + 1 if i else 1) * same[i]
+    for i in range(len(same) - 1, -1, -1):
+        right[i] = (right[i + 1] + 1 if i < len(same) - 1 else 1) * same[i]
+    return np.where(same, left + right - 1, 0)
+
+
+def whole_segment_states(haplotypes: np.ndarray, first_slot: int, last: int) -> np.ndarray:
+    """Segments (4, n) (copying._composite_states' layout): one slot per haplotype, over sites [0, last)."""
+    segments = np.zeros((4, len(haplotypes)), np.int64)
+    segments[0], segments[2], segments[3] = first_slot + np.arange(len(haplotypes)), last, haplotypes
+    return segments
+
+
+def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: int, settings) -> np.ndarray:
+    """The engine's composite states of query q (segments (4, n))."""
+    sightings = copying._sightings(*index, queries, np.array([q]), settings.neighbours, np.array([-1]))
+    capacity = sightings.shape[1] * sightings.shape[2] + settings.max_states
+    segments, _ = copying._composite_states(sightings[0], settings.max_states, np.full(n_haplotypes, -1, np.int32),
+                                            np.empty((4, capacity), np.int64), np.empty(capacity, np.int64))
+    return segments.copy()
+
+
+def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
+    """(records, Q) P(alt) of every query at the segment's untyped records over the chosen states."""
+    forward_index, backward_index, haplotype_alleles, untyped = index
+    last, settings = queries.shape[0], model.settings
+    jump = -np.expm1(-0.04 * settings.ne * model.jump_cm / (haplotype_alleles.shape[0] + settings.haplotype_offset))
+    out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
+    for q in range(queries.shape[1]):
+        runs = runs_through(haplotype_alleles.T, queries[:, q])
+        longest = np.unique(np.argpartition(-runs, top, axis=1)[:, :top])
+        base = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0], settings) \
+            if with_composite else np.zeros((4, 0), np.int64)
+        n_base = int(base[0].max()) + 1 if base.shape[1] else 0
+        segments = np.concatenate([base, whole_segment_states(longest, n_base, last)], axis=1)
+        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_base + len(longest), last,
+                                  0, 0, jump, settings.error, untyped, out[:, q], np.empty(0, np.float32))
+    return out
+
+
+def beagle_dosages(path: str, samples: list, positions: np.ndarray) -> np.ndarray:
+    """(records, N) Beagle's DS of samples, checked to be the panel's records in order."""
+    text = subprocess.run(["bcftools", "query", "-s", ",".join(samples), "-f", "%POS[\t%DS]\n", path], check=True,
+                          capture_output=True, text=True).stdout
+    table = np.array([line.split("\t") for line in text.strip().split("\n")], dtype=float)
+    if not np.array_equal(table[:, 0].astype(np.int64), positions):
+        raise SystemExit(f"{path}: expected the panel's {len(positions)} records; found {len(table)} others")
+    return table[:, 1:]
+
+
+def main() -> None:
+    heldout, full_panel, array, n_samples, tops = sys.argv[1:]
+    panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
+    sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
+    typed = np.isin(panel.positions, list(sites))
+    held = open(f"{heldout}/held_out.txt").read().split()[:int(n_samples)]
+    subprocess.run(["bcftools", "view", "-s", ",".join(held), "-Oz", "-o", f"{heldout}/held.truth.vcf.gz",
+                    full_panel], check=True)
+    truth_panel = ReferencePanel.from_vcf(f"{heldout}/held.truth.vcf.gz")
+    if not np.array_equal(truth_panel.positions, panel.positions):
+        raise SystemExit(f"{full_panel}: expected the records of {heldout}/ref.vcf.gz")
+    model = copying.ContigModel(panel, 0, typed, CopyingSettings())
+    [segment] = model.segments()
+    if (segment.first, segment.last) != (0, len(model.typed_rows)):
+        raise SystemExit(f"expected a contig of one segment; found {len(model.segments())}")
+    index = model._build(segment, *model._untyped_span(segment.core_first, segment.core_last))
+    queries = np.ascontiguousarray(truth_panel.haplotypes(model.typed_rows), dtype=np.int8)
+    per_sample = lambda p: p[:, 0::2] + p[:, 1::2]  # noqa: E731 - haplotypes to dosages
+    found = {"beagle": beagle_dosages(f"{heldout}/beagle.vcf.gz", held, panel.positions)[segment.predicted],
+             "default": per_sample(model.probabilities(segment, queries, np.full(queries.shape[1], -1))[0])}
+    for top in (int(x) for x in tops.split(",")):
+        found[f"runs{top}"] = per_sample(impute(model, segment, index, queries, top, False))
+        found[f"composite+runs{top}"] = per_sample(impute(model, segment, index, queries, top, True))
+    truth = per_sample(truth_panel.haplotypes(segment.predicted).astype(np.float64))
+    freq = panel.alt_freq[segment.predicted]
+    print(f"{len(segment.predicted)} untyped records, {len(held)} held-out samples; "
+          f"error (1 - r2) in bins {' '.join(BIN_LABELS)}")
+    report(found, truth, maf_bin(np.minimum(freq, 1 - freq)))
+
+
+if __name__ == "__main__":
+    main()
