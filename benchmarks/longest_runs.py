@@ -80,6 +80,11 @@ def impute(model, segment, index, queries: np.ndarray, top: int, with_composite:
     return out
 
 
+def per_sample(haplotypes: np.ndarray) -> np.ndarray:
+    """(records, N) dosages from (records, 2N) haplotype values, a sample's two side by side."""
+    return haplotypes[:, 0::2] + haplotypes[:, 1::2]
+
+
 def beagle_dosages(path: str, samples: list, positions: np.ndarray) -> np.ndarray:
     """(records, N) Beagle's DS of samples, checked to be the panel's records in order."""
     text = subprocess.run(["bcftools", "query", "-s", ",".join(samples), "-f", "%POS[\t%DS]\n", path], check=True,
@@ -107,7 +112,6 @@ def main() -> None:
         raise SystemExit(f"expected a contig of one segment; found {len(model.segments())}")
     index = model._build(segment, *model._untyped_span(segment.core_first, segment.core_last))
     queries = np.ascontiguousarray(truth_panel.haplotypes(model.typed_rows), dtype=np.int8)
-    per_sample = lambda p: p[:, 0::2] + p[:, 1::2]  # noqa: E731 - haplotypes to dosages
     found = {"beagle": beagle_dosages(f"{heldout}/beagle.vcf.gz", held, panel.positions)[segment.predicted],
              "default": per_sample(model.probabilities(segment, queries, np.full(queries.shape[1], -1))[0])}
     for top in (int(x) for x in tops.split(",")):

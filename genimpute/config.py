@@ -127,7 +127,7 @@ class CopyingSettings:
 
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # composite states per haplotype and segment, each copying one haplotype at a time
-    # states of a second, wider pass (0: none; as 800 with 32 neighbours) whose P(alt) is averaged with the first's
+    # states of a second, wider pass whose P(alt) is averaged with the first's (0: none; measured: 800, 32 neighbours)
     wide_states: int = 0
     wide_neighbours: int = 32
     ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes + haplotype_offset)

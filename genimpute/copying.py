@@ -18,10 +18,10 @@ sightings. So every stretch of the segment has the haplotypes matching the
 target there; one set of the `max_states` found most often over the whole
 segment left some stretches with few of those when more were found (held-out
 figures in BENCHMARKS.md). With `wide_states` a second pass, over more
-states from more neighbours, follows, and P(alt) is the mean of the two's:
-not the default, as it costs 2.9 times the time for gains on held-out
-samples of a 16,000-sample panel that no target cell of the scale series
-showed (BENCHMARKS.md). One forward-backward over the segment weighs each
+states from more neighbours, follows, and P(alt) is the mean of the two
+passes': not the default, as it costs 2.9 times the time for gains on
+held-out samples of a 16,000-sample panel that no target cell of the scale
+series showed (BENCHMARKS.md). One forward-backward over the segment weighs each
 state by the whole path, where per-window passes recomputed overlapping
 stretches for every window.
 
