@@ -9,14 +9,17 @@ Why: where the engine lost a rare allele to Beagle on a held-out sample of a
 through the site all carried it, yet over a thousand others, matching as
 long on one side of it, held most of the posterior (BENCHMARKS.md, stop 35).
 The PBWT neighbours rank matches ending (or starting) at a site; this ranks
-the whole run through it.
+the whole run through it. With ALPHAS, the engine's composite states are
+kept and the model is changed instead ("jumps^A"): a switch lands on a state
+with probability proportional to (its run through the site)^A, not
+uniformly (A = 0 is the engine's model, a check of this forward-backward).
 
-    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES TOPS
+    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES TOPS [ALPHAS]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
 held_out.txt, beagle.vcf.gz); PANEL the panel it held samples out of, ARRAY
 its array sites; the first SAMPLES held-out samples are imputed; TOPS as
-5,20. Computes every haplotype's runs in numpy: about 1.4 s per target
+5,20 (or ""), ALPHAS as 0.5,1. Computes every haplotype's runs in numpy: about 1.4 s per target
 haplotype at 16,000 samples, for contigs of one segment only.
 """
 
@@ -85,6 +88,43 @@ def per_sample(haplotypes: np.ndarray) -> np.ndarray:
     return haplotypes[:, 0::2] + haplotypes[:, 1::2]
 
 
+def weighted_posteriors(state_alleles: np.ndarray, query: np.ndarray, jump: np.ndarray, error: float,
+                        weights: np.ndarray) -> np.ndarray:
+    """(t, K) posteriors of Li and Stephens' model over the states
+    (state_alleles (t, K)) whose switches at site i land on state s with
+    probability weights[i, s] / weights[i].sum() (uniform weights: the
+    engine's model)."""
+    emit = np.where(state_alleles == query[:, None], 1 - error, error)
+    landing = weights / weights.sum(1, keepdims=True)
+    forward, state = np.empty(emit.shape), landing[0] * emit[0]
+    forward[0] = state / state.sum()
+    for i in range(1, len(emit)):
+        state = ((1 - jump[i - 1]) * forward[i - 1] + jump[i - 1] * landing[i]) * emit[i]
+        forward[i] = state / state.sum()
+    backward = np.ones(emit.shape[1])
+    for i in range(len(emit) - 2, -1, -1):
+        ahead = emit[i + 1] * backward
+        backward = (1 - jump[i]) * ahead + jump[i] * (landing[i + 1] * ahead).sum()
+        backward /= backward.sum()
+        forward[i] *= backward
+    return (forward / forward.sum(1, keepdims=True)).astype(np.float32)
+
+
+def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) -> np.ndarray:
+    """(records, Q) P(alt) over the engine's composite states, switches landing by run length^alpha."""
+    forward_index, backward_index, haplotype_alleles, untyped = index
+    last, settings = queries.shape[0], model.settings
+    jump = -np.expm1(-0.04 * settings.ne * model.jump_cm / (haplotype_alleles.shape[0] + settings.haplotype_offset))
+    out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
+    for q in range(queries.shape[1]):
+        segments = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0], settings)
+        state_alleles = copying._state_alleles(haplotype_alleles, segments, int(segments[0].max()) + 1, last)
+        weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
+        posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
+        copying._impute_untyped(untyped, segments, posterior, last, out[:, q])
+    return out
+
+
 def beagle_dosages(path: str, samples: list, positions: np.ndarray) -> np.ndarray:
     """(records, N) Beagle's DS of samples, checked to be the panel's records in order."""
     text = subprocess.run(["bcftools", "query", "-s", ",".join(samples), "-f", "%POS[\t%DS]\n", path], check=True,
@@ -96,7 +136,7 @@ def beagle_dosages(path: str, samples: list, positions: np.ndarray) -> np.ndarra
 
 
 def main() -> None:
-    heldout, full_panel, array, n_samples, tops = sys.argv[1:]
+    heldout, full_panel, array, n_samples, tops, *alphas = sys.argv[1:]
     panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
     sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
     typed = np.isin(panel.positions, list(sites))
@@ -114,9 +154,11 @@ def main() -> None:
     queries = np.ascontiguousarray(truth_panel.haplotypes(model.typed_rows), dtype=np.int8)
     found = {"beagle": beagle_dosages(f"{heldout}/beagle.vcf.gz", held, panel.positions)[segment.predicted],
              "default": per_sample(model.probabilities(segment, queries, np.full(queries.shape[1], -1))[0])}
-    for top in (int(x) for x in tops.split(",")):
+    for top in (int(x) for x in tops.split(",") if x):
         found[f"runs{top}"] = per_sample(impute(model, segment, index, queries, top, False))
         found[f"composite+runs{top}"] = per_sample(impute(model, segment, index, queries, top, True))
+    for alpha in (float(x) for x in (alphas[0].split(",") if alphas else [])):
+        found[f"jumps^{alpha:g}"] = per_sample(impute_weighted(model, segment, index, queries, alpha))
     truth = per_sample(truth_panel.haplotypes(segment.predicted).astype(np.float64))
     freq = panel.alt_freq[segment.predicted]
     print(f"{len(segment.predicted)} untyped records, {len(held)} held-out samples; "

@@ -18,3 +18,19 @@ def test_runs_through_a_site_are_the_matching_runs_that_contain_it():
                       [1, 0, 0, 1, 0, 1]], dtype=np.int8).T  # differs everywhere
     expected = np.array([[6, 6, 6, 6, 6, 6], [2, 2, 0, 3, 3, 3], [0, 0, 0, 0, 0, 0]]).T
     np.testing.assert_array_equal(runs_through(panel, target), expected)
+
+
+def test_uniform_landing_is_the_engines_forward_backward():
+    from genimpute.copying import _posteriors
+    from longest_runs import weighted_posteriors
+
+    rng = np.random.default_rng(3)
+    states = rng.integers(0, 2, (50, 12)).astype(np.uint8)
+    query = states[:, 4].astype(np.int8)
+    query[::9] ^= 1  # a few sites copied with an error
+    jump = rng.uniform(0.001, 0.05, 49)
+    uniform = weighted_posteriors(states, query, jump, 0.01, np.ones(states.shape))
+    np.testing.assert_allclose(uniform, _posteriors(states, query, 0, jump.astype(np.float32), 0.01), atol=1e-5)
+    favoured = np.ones(states.shape)
+    favoured[:, 7] = 50.0
+    assert weighted_posteriors(states, query, jump, 0.01, favoured)[:, 7].mean() > uniform[:, 7].mean()
