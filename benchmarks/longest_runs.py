@@ -65,11 +65,17 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
     return segments.copy()
 
 
+def switch_rates(model, n_haplotypes: int) -> np.ndarray:
+    """The engine's switch probability between each pair of neighbouring typed sites (genimpute.copying)."""
+    settings = model.settings
+    return -np.expm1(-0.04 * settings.ne * model.jump_cm / (n_haplotypes + settings.haplotype_offset))
+
+
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
     """(records, Q) P(alt) of every query at the segment's untyped records over the chosen states."""
     forward_index, backward_index, haplotype_alleles, untyped = index
     last, settings = queries.shape[0], model.settings
-    jump = -np.expm1(-0.04 * settings.ne * model.jump_cm / (haplotype_alleles.shape[0] + settings.haplotype_offset))
+    jump = switch_rates(model, haplotype_alleles.shape[0])
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
         runs = runs_through(haplotype_alleles.T, queries[:, q])
@@ -114,7 +120,7 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
     """(records, Q) P(alt) over the engine's composite states, switches landing by run length^alpha."""
     forward_index, backward_index, haplotype_alleles, untyped = index
     last, settings = queries.shape[0], model.settings
-    jump = -np.expm1(-0.04 * settings.ne * model.jump_cm / (haplotype_alleles.shape[0] + settings.haplotype_offset))
+    jump = switch_rates(model, haplotype_alleles.shape[0])
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
         segments = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0], settings)
@@ -147,9 +153,10 @@ def main() -> None:
     if not np.array_equal(truth_panel.positions, panel.positions):
         raise SystemExit(f"{full_panel}: expected the records of {heldout}/ref.vcf.gz")
     model = copying.ContigModel(panel, 0, typed, CopyingSettings())
-    [segment] = model.segments()
-    if (segment.first, segment.last) != (0, len(model.typed_rows)):
-        raise SystemExit(f"expected a contig of one segment; found {len(model.segments())}")
+    segments = model.segments()
+    if len(segments) != 1 or (segments[0].first, segments[0].last) != (0, len(model.typed_rows)):
+        raise SystemExit(f"expected a contig of one segment; found {len(segments)}")
+    segment = segments[0]
     index = model._build(segment, *model._untyped_span(segment.core_first, segment.core_last))
     queries = np.ascontiguousarray(truth_panel.haplotypes(model.typed_rows), dtype=np.int8)
     found = {"beagle": beagle_dosages(f"{heldout}/beagle.vcf.gz", held, panel.positions)[segment.predicted],
