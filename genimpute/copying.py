@@ -437,11 +437,11 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
     # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
     jump_rate = -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
-    share = np.float32(1.0 / len(passes))
     # groups small enough that a small cohort still keeps every thread busy
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
-        columns = np.arange(group * size, min(n_queries, (group + 1) * size))
+        start, stop = group * size, min(n_queries, (group + 1) * size)
+        columns = np.arange(start, stop)
         untyped_pass = np.empty(len(untyped[0]), dtype=np.float32)
         typed_pass = np.empty(core_last - core_first, dtype=np.float32)
         for p in range(len(passes)):
@@ -453,13 +453,20 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
             for g in range(len(columns)):
                 q = columns[g]
                 segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
+                if p == 0:  # the first pass writes the output itself: no copy where it is the only one
+                    _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
+                                      core_last, jump_rate, error, untyped, out[q], typed_out[q])
+                    continue
                 untyped_pass[:] = 0
                 _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
                                   core_last, jump_rate, error, untyped, untyped_pass, typed_pass)
-                out[q] += share * untyped_pass
+                out[q] += untyped_pass
                 for j in range(core_last - core_first):
-                    if queries[core_first + j, q] < 0:  # NaN (no pass yet) at first
-                        typed_out[q, j] = share * typed_pass[j] + (typed_out[q, j] if p else 0)
+                    if queries[core_first + j, q] < 0:
+                        typed_out[q, j] += typed_pass[j]
+        if len(passes) > 1:  # the group's sums to means (NaN, where a query has a call, stays NaN)
+            out[start:stop] /= len(passes)
+            typed_out[start:stop] /= len(passes)
     return out.T, typed_out.T  # views: a copy would double the peak memory of a large cohort
 
 
