@@ -66,9 +66,9 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
 
 
 def switch_rates(model, n_haplotypes: int) -> np.ndarray:
-    """The engine's switch probability between each pair of neighbouring typed sites (genimpute.copying)."""
+    """The engine's switch probability between each pair of neighbouring typed sites."""
     settings = model.settings
-    return -np.expm1(-0.04 * settings.ne * model.jump_cm / (n_haplotypes + settings.haplotype_offset))
+    return copying.switch_probabilities(model.jump_cm, n_haplotypes, float(settings.ne), settings.haplotype_offset)
 
 
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:

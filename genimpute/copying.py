@@ -421,6 +421,14 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
     _impute_untyped(untyped, segments, posterior, last, out_column)
 
 
+@nb.njit(cache=True)
+def switch_probabilities(jump_cm, n_haplotypes, ne, haplotype_offset):
+    """The probability of switching state between neighbouring typed sites
+    jump_cm cM apart: as Li and Stephens', rarer the more haplotypes the
+    panel has to copy from."""
+    return -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
+
+
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, core_first, core_last,
                     jump_cm, passes, ne, haplotype_offset, error, untyped, n_threads):
@@ -435,8 +443,7 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     n_queries, n_haplotypes, last = queries.shape[1], haplotype_alleles.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
-    # Li and Stephens: switching is rarer the more haplotypes the panel has to copy from
-    jump_rate = -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
+    jump_rate = switch_probabilities(jump_cm, n_haplotypes, ne, haplotype_offset)
     # groups small enough that a small cohort still keeps every thread busy
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
