@@ -13,20 +13,26 @@ the whole run through it. With ALPHAS, the engine's composite states are
 kept and the model is changed instead ("jumps^A"): a switch lands on a state
 with probability proportional to (its run through the site)^A, not
 uniformly (A = 0 is the engine's model, a check of this forward-backward).
+With STEPS, states found as Beagle 5.4 finds them ("steps C:N"): only at
+the first typed site of each step of C cM (the first step half as long),
+the N haplotypes either side of the target in the PBWT orders there (the
+longest runs starting and ending at that site), kept in the engine's
+composite states (up to 1,600, Beagle's number), where the engine looks
+at every typed site.
 
-    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES TOPS [ALPHAS]
+    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--tops 5,20] [--alphas 0.5,1] [--steps 0.1:13]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
 held_out.txt, beagle.vcf.gz); PANEL the panel it held samples out of, ARRAY
-its array sites; the first SAMPLES held-out samples are imputed; TOPS as
-5,20 (or ""), ALPHAS as 0.5,1. Computes every haplotype's runs in numpy: about 1.4 s per target
+its array sites; the first SAMPLES held-out samples are imputed. Computes
+every haplotype's runs in numpy for --tops: about 1.4 s per target
 haplotype at 16,000 samples, for contigs of one segment only.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
-import sys
 
 import numpy as np
 from paired_errors import report
@@ -89,6 +95,41 @@ def impute(model, segment, index, queries: np.ndarray, top: int, with_composite:
     return out
 
 
+STEP_STATES = 1600  # Beagle 5.4's imp-states
+
+
+def step_starts(centimorgans: np.ndarray, step_cm: float) -> np.ndarray:
+    """The typed sites (cM ascending) that begin each step of step_cm, the first half as long."""
+    starts, boundary = [0], centimorgans[0] + step_cm / 2
+    while True:
+        site = max(int(np.searchsorted(centimorgans, boundary)), starts[-1] + 1)
+        if site >= len(centimorgans):
+            return np.array(starts)
+        starts.append(site)
+        boundary = centimorgans[site] + step_cm
+
+
+def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per_side: int) -> np.ndarray:
+    """(records, Q) P(alt) over composite states from the PBWT neighbours at the steps' first sites only."""
+    forward_index, backward_index, haplotype_alleles, untyped = index
+    last, settings, n_haplotypes = queries.shape[0], model.settings, haplotype_alleles.shape[0]
+    jump = switch_rates(model, n_haplotypes)
+    elsewhere = np.ones(last, dtype=bool)
+    elsewhere[step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], step_cm)] = False
+    out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
+    for q in range(queries.shape[1]):
+        sightings = copying._sightings(forward_index, backward_index, queries, np.array([q]), per_side,
+                                       np.array([-1]))[0]
+        sightings[elsewhere] = -1
+        capacity = sightings.shape[0] * sightings.shape[1] + STEP_STATES
+        segments, n_states = copying._composite_states(sightings, STEP_STATES, np.full(n_haplotypes, -1, np.int32),
+                                                       np.empty((4, capacity), np.int64),
+                                                       np.empty(capacity, np.int64))
+        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments.copy(), n_states, last, 0, 0,
+                                  jump, settings.error, untyped, out[:, q], np.empty(0, np.float32))
+    return out
+
+
 def per_sample(haplotypes: np.ndarray) -> np.ndarray:
     """(records, N) dosages from (records, 2N) haplotype values, a sample's two side by side."""
     return haplotypes[:, 0::2] + haplotypes[:, 1::2]
@@ -141,12 +182,24 @@ def beagle_dosages(path: str, samples: list, positions: np.ndarray) -> np.ndarra
     return table[:, 1:]
 
 
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for name in ("heldout", "full_panel", "array"):
+        parser.add_argument(name)
+    parser.add_argument("n_samples", type=int)
+    parser.add_argument("--tops", default="", help="runsK and composite+runsK for each K, as 5,20")
+    parser.add_argument("--alphas", default="", help="jumps^A for each A, as 0.5,1")
+    parser.add_argument("--steps", default="", help="steps C:N for each C cM and N neighbours, as 0.1:13,0.05:13")
+    return parser.parse_args()
+
+
 def main() -> None:
-    heldout, full_panel, array, n_samples, tops, *alphas = sys.argv[1:]
+    args = arguments()
+    heldout, full_panel, array = args.heldout, args.full_panel, args.array
     panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
     sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
     typed = np.isin(panel.positions, list(sites))
-    held = open(f"{heldout}/held_out.txt").read().split()[:int(n_samples)]
+    held = open(f"{heldout}/held_out.txt").read().split()[:args.n_samples]
     subprocess.run(["bcftools", "view", "-s", ",".join(held), "-Oz", "-o", f"{heldout}/held.truth.vcf.gz",
                     full_panel], check=True)
     truth_panel = ReferencePanel.from_vcf(f"{heldout}/held.truth.vcf.gz")
@@ -161,11 +214,15 @@ def main() -> None:
     queries = np.ascontiguousarray(truth_panel.haplotypes(model.typed_rows), dtype=np.int8)
     found = {"beagle": beagle_dosages(f"{heldout}/beagle.vcf.gz", held, panel.positions)[segment.predicted],
              "default": per_sample(model.probabilities(segment, queries, np.full(queries.shape[1], -1))[0])}
-    for top in (int(x) for x in tops.split(",") if x):
+    for top in (int(x) for x in args.tops.split(",") if x):
         found[f"runs{top}"] = per_sample(impute(model, segment, index, queries, top, False))
         found[f"composite+runs{top}"] = per_sample(impute(model, segment, index, queries, top, True))
-    for alpha in (float(x) for x in (alphas[0].split(",") if alphas else [])):
+    for alpha in (float(x) for x in args.alphas.split(",") if x):
         found[f"jumps^{alpha:g}"] = per_sample(impute_weighted(model, segment, index, queries, alpha))
+    for step in (x for x in args.steps.split(",") if x):
+        step_cm, per_side = step.split(":")
+        found[f"steps {step}"] = per_sample(impute_steps(model, segment, index, queries, float(step_cm),
+                                                         int(per_side)))
     truth = per_sample(truth_panel.haplotypes(segment.predicted).astype(np.float64))
     freq = panel.alt_freq[segment.predicted]
     print(f"{len(segment.predicted)} untyped records, {len(held)} held-out samples; "

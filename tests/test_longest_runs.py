@@ -1,4 +1,6 @@
-"""benchmarks/longest_runs.py: each haplotype's matching run through each site."""
+"""benchmarks/longest_runs.py: each haplotype's matching run through each
+site, and the steps at whose first sites states are found as Beagle finds
+them."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
-from longest_runs import runs_through  # noqa: E402
+from longest_runs import runs_through, step_starts  # noqa: E402
 
 
 def test_runs_through_a_site_are_the_matching_runs_that_contain_it():
@@ -34,3 +36,11 @@ def test_uniform_landing_is_the_engines_forward_backward():
     favoured = np.ones(states.shape)
     favoured[:, 7] = 50.0
     assert weighted_posteriors(states, query, jump, 0.01, favoured)[:, 7].mean() > uniform[:, 7].mean()
+
+
+def test_steps_begin_half_a_step_in_then_every_step():
+    centimorgans = np.array([0.0, 0.02, 0.06, 0.1, 0.14, 0.15, 0.3, 0.31])
+    # the first step ends at 0.05 cM (site 2), the next at 0.06 + 0.1 (site 6), the next at 0.4 (none)
+    assert step_starts(centimorgans, 0.1).tolist() == [0, 2, 6]
+    # a step shorter than every gap starts at every site
+    assert step_starts(centimorgans, 1e-6).tolist() == list(range(len(centimorgans)))
