@@ -120,6 +120,12 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
                    f"around it (0: all k) {_BACKBONES_OWN}.")
 @click.option("--neighbours", type=int, default=None,
               help=f"spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN) {_BACKBONES_OWN}.")
+@click.option("--evidence", is_flag=True, default=None,
+              help="msa, npssm: read the match backbone's log-odds of the query (starting from the pretrained "
+                   "model's weights) and learn a correction to them, which starts at none.")
+@click.option("--body-rows", type=int, default=None,
+              help=f"msa, npssm with --evidence: the nearest context rows the layers read, where match reads all "
+                   f"--context (0: all) {_BACKBONES_OWN}.")
 @click.option("--maf-weight", type=float, default=_TRAIN_DEFAULTS.maf_weight, show_default=True,
               help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; match, msa and npssm).")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -139,7 +145,7 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, rows_per_gap, neighbours, maf_weight, genetic_map, min_array_density, seed, checkpoint_every,
+          layers, heads, rows_per_gap, neighbours, evidence, body_rows, maf_weight, genetic_map, min_array_density, seed, checkpoint_every,
           validate_every, resume, init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
@@ -151,7 +157,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
                     checkpoint_every=checkpoint_every, validate_every=validate_every, maf_weight=maf_weight,
                     min_array_density=min_array_density)
     given = {"untyped": untyped, "typed": typed, "context": context, "dim": dim, "layers": layers, "heads": heads,
-             "rows_per_gap": rows_per_gap, "neighbours": neighbours}
+             "rows_per_gap": rows_per_gap, "neighbours": neighbours, "evidence": evidence, "body_rows": body_rows}
     settings.update({name: v for name, v in given.items() if v is not None})
     dist = _run(ddp.start, distributed)
     if not dist.is_main:

@@ -73,6 +73,15 @@ def checkpoint_to_resume(out: Path, resume: bool, fingerprint: str, refs: list,
     return checkpoint, replace(stored, train=budget)
 
 
+def pretrained_matcher() -> torch.nn.Module:
+    """The shipped pretrained match model, whose weights an axial backbone's evidence starts from."""
+    model, config, _ = modeldir.load_weights(modeldir.PRETRAINED_DIR)
+    if config.model.name != "match":
+        raise CheckpointError(f"{modeldir.PRETRAINED_DIR}: expected a match model for the copying evidence; "
+                              f"found {config.model.name}")
+    return model
+
+
 def start_run(config: RunConfig, device: torch.device, fingerprint: str, init: str | Path | None,
               init_model: torch.nn.Module | None, checkpoint: modeldir.Checkpoint | None) -> RunState:
     """The model and optimizer, with seeded random weights, `init_model`'s, or the checkpoint's."""
@@ -83,6 +92,13 @@ def start_run(config: RunConfig, device: torch.device, fingerprint: str, init: s
     run = RunState(config, model, optimizer, fingerprint, None if init is None else str(init))
     if init_model is not None:
         model.load_state_dict(init_model.state_dict())
+    elif checkpoint is None and getattr(model, "evidence", None) is not None:
+        try:
+            model.evidence.matcher.load_state_dict(pretrained_matcher().state_dict())
+        except RuntimeError as exc:
+            raise CheckpointError(f"{modeldir.PRETRAINED_DIR}: its match model does not fit the copying evidence's "
+                                  f"({exc})") from exc
+        log.info("the copying evidence starts from the pretrained match model (%s)", modeldir.PRETRAINED_DIR)
     if checkpoint is not None:
         model.load_state_dict(checkpoint.model)
         optimizer.load_state_dict(checkpoint.optimizer)

@@ -18,7 +18,8 @@ from genimpute.errors import CheckpointError
 from genimpute.io.genetic_map import CM_PER_BP
 from genimpute.modeldir import (FORMAT, PRETRAINED_DIR, ModelFormatError, Provenance, format_tag, load_model_dir,
                                 read_checkpoint, read_config, read_settings)
-from genimpute.models import settings_of
+from genimpute.config import RunConfig, WindowConfig
+from genimpute.models import model_config, settings_of
 from genimpute.models.msa import MSAConfig
 from genimpute.models.spin import SPINConfig
 
@@ -94,10 +95,22 @@ def test_a_flat_format2_model_reads_as_each_backbones_config(name):
     stored = json.loads((FORMATS / "format2_spin" / "config.json").read_text())
     stored["model"] |= {"name": name} if name == "spin" else {"name": name, "neighbours": 0}  # spin's alone then
     model = read_config(stored, 2).model.to_dict()
-    assert model == {key: stored["model"][key] for key in ["name", *settings_of(name)]}
+    kept = {key: stored["model"][key] for key in ["name", *settings_of(name)] if key in stored["model"]}
+    added_since = {"evidence": False, "body_rows": 0} if name in ("msa", "npssm") else {}  # format 4's
+    assert model == kept | added_since
     del stored["model"]["state"]
     with pytest.raises(ValueError, match="config model: expected state"):
         read_config(stored, 2)
+
+
+@pytest.mark.parametrize("name", ["msa", "npssm"])
+def test_a_format3_axial_backbone_reads_without_evidence_and_a_format4_one_must_say(name):
+    stored = RunConfig(window=WindowConfig(untyped=100, typed=200), model=model_config(name, dim=16)).to_dict()
+    del stored["model"]["evidence"], stored["model"]["body_rows"]
+    model = read_config(stored, 3).model
+    assert model == model_config(name, dim=16) and not model.evidence and model.body_rows == 0
+    with pytest.raises(ValueError, match="config model: expected evidence, body_rows"):
+        read_config(stored, 4)
 
 
 def test_a_new_directory_is_of_the_current_format_and_round_trips(trained):

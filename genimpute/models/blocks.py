@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from genimpute.config import N_TOKENS, BackboneConfig, WindowConfig
+from genimpute.models.evidence import MatchEvidence
 
 
 def check_columns(config: BackboneConfig, window: WindowConfig) -> None:
@@ -31,10 +32,17 @@ class AxialConfig(BackboneConfig):
 
     ffn_mult: int = 2  # the feed-forward block's width, in multiples of dim
     max_columns: int = 512  # longest window (U + T) the column embedding covers
+    # read the match backbone's log-odds of the query and correct them (genimpute.models.evidence)
+    evidence: bool = False
+    # with evidence: the nearest context rows the layers read (0: all k), where match reads all k
+    body_rows: int = 0
 
     def __post_init__(self):
         super().__post_init__()
-        self.require_at_least(ffn_mult=1, max_columns=1)
+        self.require_at_least(ffn_mult=1, max_columns=1, body_rows=0)
+        if self.body_rows and not self.evidence:
+            raise ValueError(f"{self.name} body_rows: expected evidence, whose match reads the other rows; "
+                             f"found body_rows {self.body_rows} without it")
 
     def check_window(self, window: WindowConfig) -> None:
         check_columns(self, window)
@@ -128,3 +136,38 @@ class AxialBackbone(nn.Module):
             for _ in range(config.layers)
         )
         self.head = AlleleHead(config)
+        self.evidence = MatchEvidence(config.dim) if config.evidence else None
+        # match reads context rows as the panel has them (a hidden cell is no allele to copy), and with
+        # evidence the backbone's task is the query's correction: no hidden context cells to reconstruct
+        self.reconstructs_context = not config.evidence
+
+    def embed_cells(self, tokens: torch.Tensor, typed: torch.Tensor,
+                    genetic: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(cells (B, R, M, D), match's log-odds (B, U) at the query's
+        untyped cells, or None without evidence): the embedding, with the
+        evidence channel added at those cells."""
+        if self.evidence is None:
+            return self.embed(tokens, typed), None
+        x = self.embed(tokens[:, :1 + self.config.body_rows] if self.config.body_rows else tokens, typed)
+        log_odds = self.evidence.log_odds(tokens, typed, genetic)
+        untyped = torch.nonzero(~typed).squeeze(1)
+        x[:, 0, untyped] = x[:, 0, untyped] + self.evidence.embedded(log_odds)
+        return x, log_odds
+
+    def query_output(self, logits: torch.Tensor, log_odds: torch.Tensor | None) -> torch.Tensor:
+        """The query's logits (B, U) at its untyped cells from the head's
+        there: themselves without evidence, else match's corrected by them."""
+        return logits if log_odds is None else self.evidence.corrected(log_odds, logits)
+
+    def with_query_output(self, logits: torch.Tensor, typed: torch.Tensor, log_odds: torch.Tensor | None,
+                          rows: int) -> torch.Tensor:
+        """(B, rows, M) logits from the head's: without evidence, the head's;
+        with it, the query row's, its untyped cells' through query_output,
+        and 0 for the context rows (there is no context to reconstruct)."""
+        if log_odds is None:
+            return logits
+        untyped = torch.nonzero(~typed).squeeze(1)
+        out = logits.new_zeros((logits.shape[0], rows, logits.shape[2]))
+        out[:, 0] = logits[:, 0]
+        out[:, 0, untyped] = self.query_output(logits[:, 0, untyped], log_odds)
+        return out

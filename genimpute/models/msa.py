@@ -83,11 +83,11 @@ class MSATransformer(AxialBackbone):
         super().__init__(config, lambda: TiedRowAttention(config), lambda: ColumnAttention(config))
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
-        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic positions are not read
-        x = self.embed(tokens, typed)
+        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic (M,) cM, read with evidence only
+        x, log_odds = self.embed_cells(tokens, typed, genetic)
         for row_attn, col_attn, ffn in self.layers:
             x = ffn(col_attn(row_attn(x)))
-        return self.head(x)
+        return self.with_query_output(self.head(x), typed, log_odds, tokens.shape[1])
 
     def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
                      genetic: torch.Tensor | None = None) -> torch.Tensor:
@@ -95,9 +95,9 @@ class MSATransformer(AxialBackbone):
         alone in the last layer: its row attention for the untyped columns,
         its column attention, feed-forward and head for the query row. With
         two layers at U=100, T=200: about 65% of forward's time (BENCHMARKS.md)."""
-        x = self.embed(tokens, typed)
+        x, log_odds = self.embed_cells(tokens, typed, genetic)
         *inner, (row_attn, col_attn, ffn) = self.layers
         for row, col, ff in inner:
             x = ff(col(row(x)))
         x = row_attn(x, columns=~typed)
-        return self.head(ffn(col_attn(x, rows=slice(0, 1))))[:, 0]
+        return self.query_output(self.head(ffn(col_attn(x, rows=slice(0, 1))))[:, 0], log_odds)
