@@ -145,8 +145,8 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, rows_per_gap, neighbours, evidence, body_rows, maf_weight, genetic_map, min_array_density, seed, checkpoint_every,
-          validate_every, resume, init, device, distributed):
+          layers, heads, rows_per_gap, neighbours, evidence, body_rows, maf_weight, genetic_map, min_array_density,
+          seed, checkpoint_every, validate_every, resume, init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
     from genimpute.api import train as run_train

@@ -14,9 +14,9 @@ Nearest-context backbones (match, msa, npssm; shares_context False): each
 query has its own context, its k nearest panel haplotypes.
 `forward(tokens, typed, genetic)` maps (B, R, M) tokens (row 0 the query,
 rows 1.. its context) to alt-allele logits (B, R, M), genetic (M,) being the
-columns' cM (read by match alone); `query_logits(tokens, typed, genetic)`
-gives the query row's at the untyped columns (B, U), computing only what
-those cells need.
+columns' cM (read by match, and by msa and npssm with evidence);
+`query_logits(tokens, typed, genetic)` gives the query row's at the untyped
+columns (B, U), computing only what those cells need.
 
 Shared-context backbones (spin; shares_context True): every query of a
 window shares one context, the window's panel haplotypes, encoded once.
