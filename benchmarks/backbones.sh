@@ -14,7 +14,10 @@
 # Run again on the same out dir, it keeps the steps an earlier (killed) run
 # finished and does the rest; start from an empty dir for a fresh run.
 #   env: TRAIN_MINUTES (default 30), BACKBONES (default "spin msa npssm"; also
-#        spin-nb: SPIN with --neighbours 24), REGION
+#        spin-nb: SPIN with --neighbours 24; msa-ev, npssm-ev: with match's
+#        evidence, their layers reading 24 of match's 128 rows; match), REGION,
+#        TRAIN_MAP (default none: a genetic map for training, as the runs
+#        before issue 27 trained without one; Beagle always has the map)
 #
 # Needs: genimpute installed; beagle, minimac4, bcftools, tabix on PATH.
 set -euo pipefail
@@ -33,7 +36,15 @@ source "$root/benchmarks/lib.sh"
 
 # SPIN learns faster at a higher rate (held-out panel haplotypes, one window: r2 0.72 vs 0.64 after 300 steps)
 lr_for() { case $1 in spin*) echo 3e-3 ;; *) echo 1e-3 ;; esac; }
-model_flags() { case $1 in spin-nb) echo "--model spin --neighbours 24" ;; *) echo "--model $1" ;; esac; }
+model_flags() {
+  case $1 in
+    spin-nb) echo "--model spin --neighbours 24" ;;
+    *-ev) echo "--model ${1%-ev} --evidence --body-rows 24 --untyped 200 --typed 300 --context 128" ;;
+    *) echo "--model $1" ;;
+  esac
+}
+map_flags=()
+if [[ -n ${TRAIN_MAP:-} ]]; then map_flags=(--map "$TRAIN_MAP"); fi
 
 echo "training, $train_minutes min each:"
 for b in $backbones; do
@@ -42,6 +53,7 @@ for b in $backbones; do
   # steps far beyond the budget: the budget stops training, the learning rate stays near its peak
   # shellcheck disable=SC2046  # the flags are meant to split into words
   timed "train_$b" genimpute -v train --ref "$panel" --array "$shared/arrays/omni2.5_chr20_b37.txt" $(model_flags "$b") \
+    "${map_flags[@]}" \
     --lr "$(lr_for "$b")" --steps 1000000 --max-minutes "$train_minutes" --out "model_$b"
 done
 echo "imputing $region:"
