@@ -59,7 +59,8 @@ def test_the_layers_read_the_nearest_body_rows_and_match_reads_them_all(name):
     far[:, 4:] = 1 - far[:, 4:]  # rows beyond the query and its 3 nearest
     with torch.no_grad():
         model.evidence.gate.fill_(1.0)
-        model.evidence.channel.weight.zero_(), model.evidence.channel.bias.zero_()  # match's log-odds not read
+        model.evidence.channel.weight.zero_()  # match's log-odds not read by the layers
+        model.evidence.channel.bias.zero_()
 
         def correction(t):
             return model.query_logits(t, typed, cm) - model.evidence.matcher.query_logits(t, typed, cm)
