@@ -62,11 +62,15 @@ def whole_segment_states(haplotypes: np.ndarray, first_slot: int, last: int) -> 
     return segments
 
 
-def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: int, settings) -> np.ndarray:
-    """The engine's composite states of query q (segments (4, n))."""
-    sightings = copying._sightings(*index, queries, np.array([q]), settings.neighbours, np.array([-1]))
-    capacity = sightings.shape[1] * sightings.shape[2] + settings.max_states
-    segments, _ = copying._composite_states(sightings[0], settings.max_states, np.full(n_haplotypes, -1, np.int32),
+def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: int, neighbours: int,
+                     max_states: int, ignored: np.ndarray | None = None) -> np.ndarray:
+    """The engine's composite states of query q (segments (4, n)), from its
+    PBWT neighbours at every typed site but the `ignored` (t,) ones."""
+    sightings = copying._sightings(*index, queries, np.array([q]), neighbours, np.array([-1]))[0]
+    if ignored is not None:
+        sightings[ignored] = -1
+    capacity = sightings.shape[0] * sightings.shape[1] + max_states
+    segments, _ = copying._composite_states(sightings, max_states, np.full(n_haplotypes, -1, np.int32),
                                             np.empty((4, capacity), np.int64), np.empty(capacity, np.int64))
     return segments.copy()
 
@@ -86,7 +90,8 @@ def impute(model, segment, index, queries: np.ndarray, top: int, with_composite:
     for q in range(queries.shape[1]):
         runs = runs_through(haplotype_alleles.T, queries[:, q])
         longest = np.unique(np.argpartition(-runs, top, axis=1)[:, :top])
-        base = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0], settings) \
+        base = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0],
+                                settings.neighbours, settings.max_states) \
             if with_composite else np.zeros((4, 0), np.int64)
         n_base = int(base[0].max()) + 1 if base.shape[1] else 0
         segments = np.concatenate([base, whole_segment_states(longest, n_base, last)], axis=1)
@@ -118,15 +123,10 @@ def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per
     elsewhere[step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], step_cm)] = False
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
-        sightings = copying._sightings(forward_index, backward_index, queries, np.array([q]), per_side,
-                                       np.array([-1]))[0]
-        sightings[elsewhere] = -1
-        capacity = sightings.shape[0] * sightings.shape[1] + STEP_STATES
-        segments, n_states = copying._composite_states(sightings, STEP_STATES, np.full(n_haplotypes, -1, np.int32),
-                                                       np.empty((4, capacity), np.int64),
-                                                       np.empty(capacity, np.int64))
-        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments.copy(), n_states, last, 0, 0,
-                                  jump, settings.error, untyped, out[:, q], np.empty(0, np.float32))
+        segments = composite_states((forward_index, backward_index), queries, q, n_haplotypes, per_side,
+                                    STEP_STATES, elsewhere)
+        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, int(segments[0].max()) + 1,
+                                  last, 0, 0, jump, settings.error, untyped, out[:, q], np.empty(0, np.float32))
     return out
 
 
@@ -164,7 +164,8 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
     jump = switch_rates(model, haplotype_alleles.shape[0])
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
-        segments = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0], settings)
+        segments = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0],
+                                    settings.neighbours, settings.max_states)
         state_alleles = copying._state_alleles(haplotype_alleles, segments, int(segments[0].max()) + 1, last)
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
