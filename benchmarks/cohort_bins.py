@@ -16,12 +16,11 @@ figure, as the goal's tables would show it.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
-from paired_errors import cell_sums, common_variants, dosages
+from paired_errors import aligned, cell_sums
 
-from genimpute.evaluation import BIN_LABELS, maf_bin, panel_maf, read_truth
+from genimpute.evaluation import BIN_LABELS, maf_bin, panel_maf
 from genimpute.metrics import r2_from_sums
 
 TOOLS = ("genimpute", "beagle")
@@ -30,13 +29,8 @@ FIRST_BIN = 1  # from MAF 0.001, as the goal
 
 def cohort_sums(k: int, maf: dict) -> tuple[dict, np.ndarray]:
     """({tool: (V, 6) sums per variant}, (V,) MAF bins) of cohort k."""
-    samples, true_counts = read_truth(f"truth.{k}.vcf.gz")
-    found = {tool: dosages(Path(f"{tool}.{k}.vcf.gz"), samples) for tool in TOOLS}
-    keys = [key for key in common_variants(found) if key in true_counts]
-    truth = np.stack([true_counts[key] for key in keys])
-    if np.isnan(truth).any():
-        raise SystemExit(f"truth.{k}.vcf.gz: expected every truth genotype called; found missing calls")
-    sums = {tool: cell_sums(np.stack([found[tool][key] for key in keys]), truth, 1) for tool in TOOLS}
+    keys, truth, found = aligned(f"truth.{k}.vcf.gz", {tool: f"{tool}.{k}.vcf.gz" for tool in TOOLS})
+    sums = {tool: cell_sums(found[tool], truth, 1) for tool in TOOLS}
     return sums, maf_bin(np.array([maf.get(key, 0.0) for key in keys]))
 
 

@@ -83,22 +83,29 @@ def common_variants(found: dict) -> list:
     return sorted(set.intersection(*(set(d) for d in found.values())))
 
 
+def aligned(truth_path, imputed: dict) -> tuple[list, np.ndarray, dict]:
+    """(keys, true counts (V, N), {label: dosages (V, N)}) over the V
+    variants that the truth holds and every file of imputed {label: VCF}
+    imputed, the truth's N samples in its order."""
+    samples, true_counts = read_truth(truth_path)
+    found = {label: dosages(Path(path), samples) for label, path in imputed.items()}
+    keys = [k for k in common_variants(found) if k in true_counts]
+    truth = np.stack([true_counts[k] for k in keys])
+    if np.isnan(truth).any():
+        raise SystemExit(f"{truth_path}: expected every truth genotype called; found missing calls")
+    return keys, truth, {label: np.stack([found[label][k] for k in keys]) for label in found}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("truth"), parser.add_argument("panel")
     parser.add_argument("imputed", nargs="+", help="LABEL=VCF, the first the one the others are compared with")
     args = parser.parse_args()
-    samples, true_counts = read_truth(args.truth)
-    labelled = dict(item.split("=", 1) for item in args.imputed)
-    found = {label: dosages(Path(path), samples) for label, path in labelled.items()}
-    keys = [k for k in common_variants(found) if k in true_counts]
-    truth = np.stack([true_counts[k] for k in keys])
-    if np.isnan(truth).any():
-        raise SystemExit(f"{args.truth}: expected every truth genotype called; found missing calls")
+    keys, truth, found = aligned(args.truth, dict(item.split("=", 1) for item in args.imputed))
     maf = panel_maf(args.panel)
     bins = maf_bin(np.array([maf.get(k, 0.0) for k in keys]))
-    print(f"{len(keys)} imputed variants, {len(samples)} samples; error (1 - r2) in bins {' '.join(BIN_LABELS)}")
-    report({label: np.stack([found[label][k] for k in keys]) for label in found}, truth, bins)
+    print(f"{len(keys)} imputed variants, {truth.shape[1]} samples; error (1 - r2) in bins {' '.join(BIN_LABELS)}")
+    report(found, truth, bins)
 
 
 if __name__ == "__main__":
