@@ -95,11 +95,12 @@ class SharedContextBatch(_Tensors):
     and are predicted with the queries. With a neighbour reader, each
     predicted row also names its nearest context rows."""
 
-    _whole = ("context", "typed", "target_groups")
+    _whole = ("context", "typed", "genetic", "target_groups")
 
     context: torch.Tensor  # (R, M) long
     predicted: torch.Tensor  # (N, M) long, rows to predict: the queries, then the hidden context rows
     typed: torch.Tensor  # (M,) bool
+    genetic: torch.Tensor  # (M,) float, cM of the columns (window_centimorgans)
     alleles: torch.Tensor  # (N, M) long, their true alleles
     is_query: torch.Tensor  # (N,) bool
     target_groups: torch.Tensor  # (Gt, K) untyped columns of each K-mer target token
@@ -113,7 +114,7 @@ class SharedContextBatch(_Tensors):
         """(query cross-entropy, hidden context rows' cross-entropy) summed
         over their K-mer targets."""
         neighbours = self.neighbours if self.neighbours.shape[1] else None
-        logits = net(self.context, self.predicted, self.typed, neighbours)  # (N, Gt, 2^K)
+        logits = net(self.context, self.predicted, self.typed, neighbours, self.genetic)  # (N, Gt, 2^K)
         classes = allele_classes(self.alleles, self.target_groups)  # (N, Gt)
         ce = F.cross_entropy(logits.transpose(1, 2), classes, reduction="none").sum(1)
         return ce[self.is_query].sum(), ce[~self.is_query].sum()
@@ -173,10 +174,12 @@ def nearest_context_batch(ts: TrainingSet, window: Window, queries: np.ndarray, 
 
 
 def shared_context_batch(ts: TrainingSet, window: Window, queries: np.ndarray, kmer: int, rng: np.random.Generator,
-                         mask_rate: float, missing_rate: float = 0.0, neighbours: int = 0) -> SharedContextBatch:
+                         mask_rate: float, missing_rate: float = 0.0, neighbours: int = 0,
+                         weights: np.ndarray | None = None) -> SharedContextBatch:
     """The (B,) panel haplotypes `queries` and the context they share, about
     `mask_rate` of its rows hidden and predicted with them; with
-    `neighbours`, each predicted row's that many nearest context rows."""
+    `neighbours`, each predicted row's that many nearest context rows, by
+    the typed sites' `weights` (nearest_haplotypes)."""
     haps = ts.panel.haplotypes(window.columns)  # (M, H)
     query_alleles = haps.T[queries]  # (B, M)
     _, seen = _with_missing_calls(rng, query_alleles, window, missing_rate)
@@ -193,11 +196,12 @@ def shared_context_batch(ts: TrainingSet, window: Window, queries: np.ndarray, k
     if neighbours:
         predicted_typed = np.concatenate([seen, context_alleles[hidden]])[:, window.typed]
         nearest = _nearest_other_samples(predicted_typed, context_alleles[:, window.typed], context_haps, hidden,
-                                         neighbours)
+                                         neighbours, weights)
     return SharedContextBatch(
         context=torch.from_numpy(context),
         predicted=torch.from_numpy(np.concatenate([query_rows(seen, window.typed), context[hidden]])),
         typed=typed,
+        genetic=window_centimorgans(ts.panel.centimorgans[window.columns]),
         alleles=torch.from_numpy(np.concatenate([query_alleles.astype(np.int64), context_alleles[hidden]])),
         is_query=torch.from_numpy(np.arange(len(queries) + len(hidden)) < len(queries)),
         target_groups=groups_of(~typed, kmer),
@@ -206,7 +210,7 @@ def shared_context_batch(ts: TrainingSet, window: Window, queries: np.ndarray, k
 
 
 def _nearest_other_samples(predicted_typed: np.ndarray, context_typed: np.ndarray, context_haps: np.ndarray,
-                           hidden: np.ndarray, n: int) -> np.ndarray:
+                           hidden: np.ndarray, n: int, weights: np.ndarray | None) -> np.ndarray:
     """(N, n') indices of each predicted row's nearest context rows, n' =
     min(n, R - 2). predicted_typed: (N, t), the B queries then the hidden
     context rows; context_typed: (R, t); context_haps: (R,) panel haplotype
@@ -215,7 +219,7 @@ def _nearest_other_samples(predicted_typed: np.ndarray, context_typed: np.ndarra
     exclude = np.zeros((len(predicted_typed), len(context_typed)), bool)
     own_sample = (context_haps[None, :] // 2) == (context_haps[hidden, None] // 2)  # (hidden, R)
     exclude[len(predicted_typed) - len(hidden):] = own_sample
-    return nearest_haplotypes(predicted_typed, context_typed, min(n, len(context_typed) - 2), exclude)
+    return nearest_haplotypes(predicted_typed, context_typed, min(n, len(context_typed) - 2), exclude, weights)
 
 
 def _queries_over_window(query_typed: np.ndarray, window: Window) -> np.ndarray:
@@ -264,6 +268,9 @@ class NearestContext:
 class SharedContext:
     """The family of backbones whose queries share one context."""
 
+    def __init__(self, reconstructs_context: bool):
+        self.reconstructs_context = reconstructs_context
+
     def check_settings(self, config: RunConfig) -> None:
         """Refuses settings that only nearest-context batches read."""
         if config.train.maf_weight:
@@ -272,16 +279,18 @@ class SharedContext:
 
     def training_batch(self, ts: TrainingSet, window: Window, queries: np.ndarray, rng: np.random.Generator,
                        config: RunConfig) -> SharedContextBatch:
-        return shared_context_batch(ts, window, queries, config.model.kmer, rng, config.train.mask_rate,
-                                    config.train.query_missing_rate, config.model.neighbours)
+        mask_rate = config.train.mask_rate if self.reconstructs_context else 0.0
+        return shared_context_batch(ts, window, queries, config.model.kmer, rng, mask_rate,
+                                    config.train.query_missing_rate, config.model.context_rows(config.window),
+                                    _neighbour_weights(config.model, window, config.window))
 
     def log_odds_by_pass(self, model: torch.nn.Module, window: Window, window_haps: np.ndarray,
                          query_typed: np.ndarray, genetic: np.ndarray, wcfg: WindowConfig, device: torch.device,
                          exclude: np.ndarray | None, per_pass: int) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
         """(query indices (n,), alt log-odds (n, U)) of each pass of
-        `per_pass` queries; arguments as predict.window_probabilities'
-        (genetic and wcfg unread)."""
+        `per_pass` queries; arguments as predict.window_probabilities'."""
         typed = torch.from_numpy(window.typed).to(device)
+        centimorgans = window_centimorgans(genetic).to(device)
         rows = query_rows(_queries_over_window(query_typed, window), window.typed)  # (Q, M)
         # one encoding of the panel per distinct exclusion (one when no target is in the panel)
         exclusions, which = (np.zeros((1, window_haps.shape[1]), bool), np.zeros(len(rows), int)) \
@@ -291,16 +300,26 @@ class SharedContext:
             context_haps = window_haps[:, ~excluded].T  # (R, M)
             memory = model.encode(torch.from_numpy(context_haps.astype(np.int64)).to(device), typed)
             context_typed = context_haps[:, window.typed]  # (R, t), for the neighbours of every pass
+            n_rows = min(model.config.context_rows(wcfg), len(context_haps))
+            weights = _neighbour_weights(model.config, window, wcfg)
             for part, n_real in query_passes(len(members), per_pass):
                 neighbours = None
-                if model.neighbours:  # the rows it reads: nearest in the context, by index
+                if n_rows:  # the rows it reads: nearest in the context, by index
                     neighbours = torch.from_numpy(nearest_haplotypes(
-                        query_typed[members[part]], context_typed, min(model.neighbours, len(context_haps)))).to(device)
+                        query_typed[members[part]], context_typed, n_rows, None, weights)).to(device)
                 log_odds = model.query_log_odds(memory, torch.from_numpy(rows[members[part]]).to(device), typed,
-                                                neighbours)
+                                                neighbours, centimorgans)
                 yield members[part[:n_real]], log_odds[:n_real]
+
+
+def _neighbour_weights(config, window: Window, wcfg: WindowConfig) -> np.ndarray | None:
+    """The typed sites' weights in a shared-context backbone's neighbour
+    search: with evidence, those the nearest-context backbones choose their
+    rows by, so that its match reads the rows match was trained on."""
+    return block_site_weights(window.typed, wcfg.near_sites, wcfg.near_weight) if config.evidence else None
 
 
 def batch_family(model) -> NearestContext | SharedContext:
     """The context family of a backbone (its class or an instance)."""
-    return SharedContext() if model.shares_context else NearestContext(model.reconstructs_context)
+    family = SharedContext if model.shares_context else NearestContext
+    return family(model.reconstructs_context)

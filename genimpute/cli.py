@@ -121,11 +121,17 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--neighbours", type=int, default=None,
               help=f"spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN) {_BACKBONES_OWN}.")
 @click.option("--evidence", is_flag=True, default=None,
-              help="msa, npssm: read the match backbone's log-odds of the query (starting from the pretrained "
-                   "model's weights) and learn a correction to them, which starts at none.")
+              help="msa, npssm, spin (with --neighbours): read the match backbone's log-odds of the query (starting "
+                   "from the pretrained model's weights) and learn a correction to them, which starts at none.")
 @click.option("--body-rows", type=int, default=None,
               help=f"msa, npssm with --evidence: the nearest context rows the layers read, where match reads all "
                    f"--context (0: all) {_BACKBONES_OWN}.")
+@click.option("--local-columns", type=int, default=None,
+              help="msa, npssm with --evidence: the layers read windows of this many columns around the query cells "
+                   f"match is unsure of, and correct those alone (0: every cell) {_BACKBONES_OWN}.")
+@click.option("--unsure", type=float, default=None,
+              help="msa, npssm with --local-columns: a cell is unsure where match's P(alt) lies in (x, 1 - x) "
+                   f"{_BACKBONES_OWN}.")
 @click.option("--maf-weight", type=float, default=_TRAIN_DEFAULTS.maf_weight, show_default=True,
               help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; match, msa and npssm).")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -145,8 +151,8 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, rows_per_gap, neighbours, evidence, body_rows, maf_weight, genetic_map, min_array_density,
-          seed, checkpoint_every, validate_every, resume, init, device, distributed):
+          layers, heads, rows_per_gap, neighbours, evidence, body_rows, local_columns, unsure, maf_weight, genetic_map,
+          min_array_density, seed, checkpoint_every, validate_every, resume, init, device, distributed):
     """Train a model on a reference panel for an array."""
     from genimpute import distributed as ddp
     from genimpute.api import train as run_train
@@ -157,7 +163,8 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
                     checkpoint_every=checkpoint_every, validate_every=validate_every, maf_weight=maf_weight,
                     min_array_density=min_array_density)
     given = {"untyped": untyped, "typed": typed, "context": context, "dim": dim, "layers": layers, "heads": heads,
-             "rows_per_gap": rows_per_gap, "neighbours": neighbours, "evidence": evidence, "body_rows": body_rows}
+             "rows_per_gap": rows_per_gap, "neighbours": neighbours, "evidence": evidence, "body_rows": body_rows,
+             "local_columns": local_columns, "unsure": unsure}
     settings.update({name: v for name, v in given.items() if v is not None})
     dist = _run(ddp.start, distributed)
     if not dist.is_main:

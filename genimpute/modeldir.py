@@ -83,18 +83,26 @@ class ModelFormatError(CheckpointError):
 # Format 4 (issue 27): an axial backbone's config (msa, npssm) holds "evidence"
 # and "body_rows"; one of formats 1 to 3 has neither and reads as the backbone
 # alone (False and 0), as it was trained.
+# Format 5 (issue 27): an axial backbone's config holds "local_columns" and
+# "unsure", and spin's "evidence"; one of formats 1 to 4 has none of them and
+# reads as it was trained: the axial layers reading the whole window
+# (local_columns 0), spin without evidence.
 #
 # Retiring format 1 is deleting its branches here (and ReferencePanel.load's
 # centimorgans_optional) and letting FIRST_FORMAT be 2.
 FORMAT_NAME = "genimpute-model"
-FIRST_FORMAT, FORMAT = 1, 4  # the oldest format read, and the one written
+FIRST_FORMAT, FORMAT = 1, 5  # the oldest format read, and the one written
 
 # config settings whose default changed when they were added: the rest take their config class's
 _FORMAT1_CONFIG = {"window": {"near_weight": 1}, "model": {"rows_per_gap": 0}}
 _FORMAT1_PROVENANCE = {"processes": 1, "initialised_from": None, "genetic_map": None}
 _FORMAT1_CHECKPOINT = {"initialised_from": None}
-# model settings added by format 4, as a directory of an earlier format was trained (the backbone alone)
-_FORMAT4_MODEL = {"evidence": False, "body_rows": 0}
+# (format, backbones, settings): model settings a format added, valued as a directory of an earlier format was trained
+_MODEL_ADDED = [
+    (4, ("msa", "npssm"), {"evidence": False, "body_rows": 0}),
+    (5, ("msa", "npssm"), {"local_columns": 0, "unsure": 0.01}),
+    (5, ("spin",), {"evidence": False}),
+]
 # the model settings of a format-2 config, for every backbone alike
 _FLAT_MODEL = ("name", "dim", "layers", "heads", "ffn_mult", "max_columns", "kmer", "latents", "inducing",
                "neighbours", "state", "rows_per_gap")
@@ -126,9 +134,9 @@ def upgrade_config(d: dict, version: int) -> dict:
     from genimpute.models import settings_of
 
     model = d["model"] if version >= 3 else _backbone_settings(d["model"], version)
-    if version == 3:
-        reads = settings_of(model["name"])
-        model = {**model, **{k: v for k, v in _FORMAT4_MODEL.items() if k in reads and k not in model}}
+    for added_in, backbones, settings in _MODEL_ADDED:
+        if version < added_in and model["name"] in backbones:
+            model = {**model, **settings}
     parts = {"window": dataclasses.asdict(WindowConfig()), "train": dataclasses.asdict(TrainConfig())}
     if version == 1:
         upgraded = {part: {**settings, **_FORMAT1_CONFIG.get(part, {}), **d[part]} for part, settings in parts.items()}

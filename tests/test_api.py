@@ -35,7 +35,7 @@ def test_impute_refuses_an_unknown_engine():
 @pytest.mark.parametrize("settings, said", [
     ({"stepz": 3}, "found stepz"), ({"name": "msa"}, "found name"), ({"maf_weight": -1}, "maf_weight must be >= 0"),
     ({"model": "npssm", "heads": 2},
-     "npssm settings: expected among dim, layers, ffn_mult, max_columns, evidence, body_rows, state; found heads"),
+     "npssm settings: expected among dim, layers, ffn_mult, max_columns, evidence, body_rows, local_columns, unsure, state; found heads"),
     ({"model": "msa", "untyped": 400, "typed": 200}, "msa window: expected at most max_columns = 512 columns"),
     ({"init": "pretrained", "neighbours": 4}, "match settings: .*found neighbours")])
 def test_train_names_a_setting_it_cannot_take_before_reading_the_panel(tmp_path, settings, said):
@@ -48,7 +48,7 @@ def test_a_model_flag_the_backbone_does_not_read_is_one_error_line(tmp_path):
     result = run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(tmp_path / "model"),
                   "--model", "msa", "--rows-per-gap", "4"], ok=False)
     assert result.exit_code == 1 and result.output == ("genimpute: error: msa settings: expected among dim, layers, "
-                                                       "ffn_mult, max_columns, evidence, body_rows, heads; found "
+                                                       "ffn_mult, max_columns, evidence, body_rows, local_columns, unsure, heads; found "
                                                        "rows_per_gap\n")
     assert not (tmp_path / "model").exists()
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genimpute.config import MASKED
-from genimpute.models.kmers import allele_classes, alt_log_odds, class_bits, group_columns, input_codes
+from genimpute.models.kmers import (PADDED_LOG_ODDS, allele_classes, alt_log_odds, class_bits, group_columns,
+                                    independent_class_log_probs, input_codes)
 
 
 @given(n=st.integers(0, 40), k=st.integers(1, 6))
@@ -65,3 +66,14 @@ def test_confident_classes_give_their_alleles():
     logits = torch.full((1, len(groups), 2 ** k), -30.0)
     logits[0, torch.arange(len(groups)), allele_classes(alleles, groups)[0]] = 30.0
     assert (alt_log_odds(logits, groups) > 0).long().tolist() == alleles.tolist()
+
+
+def test_independent_class_log_probs_are_a_distribution_that_alt_log_odds_inverts():
+    groups = group_columns(torch.tensor([0, 2, 3, 5, 7, 8, 9]), 3)  # the last group padded
+    log_odds = torch.randn(4, 7) * 3
+    classes = independent_class_log_probs(log_odds, groups)
+    assert classes.shape == (4, 3, 8)
+    torch.testing.assert_close(classes.logsumexp(-1), torch.zeros(4, 3), atol=1e-5, rtol=0)
+    torch.testing.assert_close(alt_log_odds(classes, groups), log_odds, atol=1e-4, rtol=0)
+    padded = class_bits(3)[:, 1:].any(-1)  # classes with ALT in the padding: beyond doubt not
+    assert (classes[:, 2, padded] < -PADDED_LOG_ODDS + 1).all()

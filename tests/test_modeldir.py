@@ -96,8 +96,10 @@ def test_a_flat_format2_model_reads_as_each_backbones_config(name):
     stored["model"] |= {"name": name} if name == "spin" else {"name": name, "neighbours": 0}  # spin's alone then
     model = read_config(stored, 2).model.to_dict()
     kept = {key: stored["model"][key] for key in ["name", *settings_of(name)] if key in stored["model"]}
-    added_since = {"evidence": False, "body_rows": 0} if name in ("msa", "npssm") else {}  # format 4's
-    assert model == kept | added_since
+    added_since = {"msa": {"evidence": False, "body_rows": 0, "local_columns": 0, "unsure": 0.01},
+                   "spin": {"evidence": False}}  # formats 4 and 5's
+    added_since["npssm"] = added_since["msa"]
+    assert model == kept | added_since.get(name, {})
     del stored["model"]["state"]
     with pytest.raises(ValueError, match="config model: expected state"):
         read_config(stored, 2)
@@ -106,11 +108,23 @@ def test_a_flat_format2_model_reads_as_each_backbones_config(name):
 @pytest.mark.parametrize("name", ["msa", "npssm"])
 def test_a_format3_axial_backbone_reads_without_evidence_and_a_format4_one_must_say(name):
     stored = RunConfig(window=WindowConfig(untyped=100, typed=200), model=model_config(name, dim=16)).to_dict()
-    del stored["model"]["evidence"], stored["model"]["body_rows"]
+    for key in ("evidence", "body_rows", "local_columns", "unsure"):
+        del stored["model"][key]
     model = read_config(stored, 3).model
     assert model == model_config(name, dim=16) and not model.evidence and model.body_rows == 0
     with pytest.raises(ValueError, match="config model: expected evidence, body_rows"):
         read_config(stored, 4)
+
+
+@pytest.mark.parametrize("name", ["msa", "npssm"])
+def test_a_format4_backbone_with_evidence_reads_its_whole_window_and_a_format5_one_must_say(name):
+    evidence = model_config(name, dim=16, evidence=True, body_rows=4)
+    stored = RunConfig(window=WindowConfig(untyped=100, typed=200), model=evidence).to_dict()
+    del stored["model"]["local_columns"], stored["model"]["unsure"]
+    model = read_config(stored, 4).model
+    assert model == evidence and model.local_columns == 0
+    with pytest.raises(ValueError, match="config model: expected local_columns, unsure"):
+        read_config(stored, 5)
 
 
 def test_a_new_directory_is_of_the_current_format_and_round_trips(trained):

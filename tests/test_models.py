@@ -251,7 +251,7 @@ def test_neighbours_is_a_spin_setting():
     ("spin", dict(dim=16, heads=3), "spin heads: expected a divisor of dim 16; found 3"),
     ("spin", dict(kmer=9), "spin kmer: expected 1 to 8 variants per token; found 9"),
     ("npssm", dict(dim=25), "npssm dim: expected 2 x dim to split into 3 equal scan heads; found 25"),
-    ("npssm", dict(heads=2), "npssm settings: expected among dim, layers, ffn_mult, max_columns, evidence, body_rows, "
+    ("npssm", dict(heads=2), "npssm settings: expected among dim, layers, ffn_mult, max_columns, evidence, body_rows, local_columns, unsure, "
                                 "state; found heads"),
     ("match", dict(rows_per_gap=-1), "match rows_per_gap: expected at least 0; found -1"),
     ("match", dict(layers=0), "match layers: expected at least 1; found 0"),

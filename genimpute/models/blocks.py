@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from genimpute.config import N_TOKENS, BackboneConfig, WindowConfig
-from genimpute.models.evidence import MatchEvidence
+from genimpute.models.evidence import MatchEvidence, UnsureCells, unsure_cells
 
 
 def check_columns(config: BackboneConfig, window: WindowConfig) -> None:
@@ -36,16 +36,28 @@ class AxialConfig(BackboneConfig):
     evidence: bool = False
     # with evidence: the nearest context rows the layers read (0: all k), where match reads all k
     body_rows: int = 0
+    # with evidence: the layers read local windows of this many columns around the query cells match is
+    # unsure of, and correct those cells alone (0: the layers read the whole window and correct every cell)
+    local_columns: int = 0
+    # with local_columns: a cell is unsure where match's P(alt) lies in (unsure, 1 - unsure)
+    unsure: float = 0.01
 
     def __post_init__(self):
         super().__post_init__()
-        self.require_at_least(ffn_mult=1, max_columns=1, body_rows=0)
-        if self.body_rows and not self.evidence:
-            raise ValueError(f"{self.name} body_rows: expected evidence, whose match reads the other rows; "
-                             f"found body_rows {self.body_rows} without it")
+        self.require_at_least(ffn_mult=1, max_columns=1, body_rows=0, local_columns=0)
+        for setting in ("body_rows", "local_columns"):
+            if getattr(self, setting) and not self.evidence:
+                raise ValueError(f"{self.name} {setting}: expected evidence, whose match gives the query's "
+                                 f"log-odds; found {setting} {getattr(self, setting)} without it")
+        if self.local_columns > self.max_columns:
+            raise ValueError(f"{self.name} local_columns: expected at most max_columns = {self.max_columns}; "
+                             f"found {self.local_columns}")
+        if not 0 < self.unsure < 0.5:
+            raise ValueError(f"{self.name} unsure: expected a probability in (0, 0.5); found {self.unsure}")
 
     def check_window(self, window: WindowConfig) -> None:
-        check_columns(self, window)
+        if not self.local_columns:  # local windows are numbered from their own first column
+            check_columns(self, window)
 
 
 class CellEmbedding(nn.Module):
@@ -61,12 +73,13 @@ class CellEmbedding(nn.Module):
         self.max_columns = config.max_columns
 
     def forward(self, tokens: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        # tokens (B, R, M) integer, typed (M,) bool -> (B, R, M, D)
+        # tokens (B, R, M) integer, typed (M,) bool or (B, M) each example's -> (B, R, M, D)
         n_col = tokens.shape[-1]
         if n_col > self.max_columns:
             raise ValueError(f"window has {n_col} columns; the model covers at most {self.max_columns}")
         cols = torch.arange(n_col, device=tokens.device)
-        x = self.token(tokens.long()) + (self.column(cols) + self.typed(typed.long()))
+        flags = self.typed(typed.long())
+        x = self.token(tokens.long()) + (self.column(cols) + (flags[:, None] if typed.dim() == 2 else flags))
         x[:, 0] = x[:, 0] + self.query
         return x
 
@@ -120,7 +133,7 @@ class CrossAttentionBlock(nn.Module):
 class AxialBackbone(nn.Module):
     """A nearest-context backbone's frame: cell embedding, `layers` of
     (mixing along variants, mixing along haplotypes, feed-forward), allele head.
-    Subclasses say how the two mixers are built and applied."""
+    Subclasses say how the two mixers are built and applied (`mix`)."""
 
     shares_context = False  # each query has its own nearest-haplotype context
     reconstructs_context = True  # training also predicts span-masked context cells
@@ -140,6 +153,71 @@ class AxialBackbone(nn.Module):
         # match reads context rows as the panel has them (a hidden cell is no allele to copy), and with
         # evidence the backbone's task is the query's correction: no hidden context cells to reconstruct
         self.reconstructs_context = not config.evidence
+        if config.local_columns:  # a pass is match's, and the layers' fixed cost per pass is paid less often
+            self.queries_per_cpu_pass = self.evidence.matcher.queries_per_cpu_pass
+
+    def mix(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, R, M, D) cells through every layer."""
+        raise NotImplementedError
+
+    def mix_query(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, M, D) the query row of mix(x), computing only what it needs."""
+        return self.mix(x)[:, 0]
+
+    def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
+        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic (M,) cM, read with evidence only
+        if self.config.local_columns:
+            return self.query_row(self.local_query_logits(tokens, typed, genetic), typed, tokens.shape[1])
+        x, log_odds = self.embed_cells(tokens, typed, genetic)
+        return self.with_query_output(self.head(self.mix(x)), typed, log_odds, tokens.shape[1])
+
+    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
+                     genetic: torch.Tensor | None = None) -> torch.Tensor:
+        """forward(tokens, typed, genetic)[:, 0][:, ~typed], computing only what those cells need."""
+        if self.config.local_columns:
+            return self.local_query_logits(tokens, typed, genetic)
+        return self.whole_query_logits(tokens, typed, genetic)
+
+    def whole_query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
+                           genetic: torch.Tensor | None) -> torch.Tensor:
+        """query_logits when the layers read the whole window."""
+        return self.forward(tokens, typed, genetic)[:, 0][:, ~typed]
+
+    def local_query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
+                           genetic: torch.Tensor | None) -> torch.Tensor:
+        """(B, U) match's log-odds of the query, corrected at the cells it is
+        unsure of by the layers' pass over local windows around them."""
+        log_odds = self.evidence.log_odds(tokens, typed, genetic)
+        untyped = torch.nonzero(~typed).squeeze(1)
+        cells = unsure_cells(log_odds, untyped, tokens.shape[2], self.config.local_columns, self.config.unsure)
+        if not len(cells.query):
+            return log_odds
+        correction = self.head(self.mix_query(self.embed_local(tokens, typed, log_odds, cells)))
+        return log_odds.index_put((cells.query, cells.untyped), self.evidence.corrected(
+            log_odds[cells.query, cells.untyped], correction[cells.window, cells.offset]))
+
+    def embed_local(self, tokens: torch.Tensor, typed: torch.Tensor, log_odds: torch.Tensor,
+                    cells: UnsureCells) -> torch.Tensor:
+        """(w, rows, width, D) the local windows' cells: the body rows of
+        their query's tokens at their columns, the evidence channel added
+        at the query's untyped cells."""
+        columns = cells.columns()  # (w, width)
+        rows = torch.arange(1 + self.config.body_rows if self.config.body_rows else tokens.shape[1],
+                            device=tokens.device)
+        local_typed = typed[columns]
+        x = self.embed(tokens[cells.window_query[:, None, None], rows[None, :, None], columns[:, None, :]],
+                       local_typed)
+        whole = log_odds.new_zeros((tokens.shape[0], tokens.shape[2]))  # the query's log-odds by column
+        whole[:, ~typed] = log_odds
+        channel = self.evidence.embedded(whole[cells.window_query[:, None], columns, None])
+        x[:, 0] = x[:, 0] + channel * ~local_typed[..., None]
+        return x
+
+    def query_row(self, query: torch.Tensor, typed: torch.Tensor, rows: int) -> torch.Tensor:
+        """(B, rows, M) logits: the query's (B, U) at its untyped cells, 0 elsewhere."""
+        out = query.new_zeros((query.shape[0], rows, typed.shape[0]))
+        out[:, 0, torch.nonzero(~typed).squeeze(1)] = query
+        return out
 
     def embed_cells(self, tokens: torch.Tensor, typed: torch.Tensor,
                     genetic: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -151,7 +229,7 @@ class AxialBackbone(nn.Module):
         x = self.embed(tokens[:, :1 + self.config.body_rows] if self.config.body_rows else tokens, typed)
         log_odds = self.evidence.log_odds(tokens, typed, genetic)
         untyped = torch.nonzero(~typed).squeeze(1)
-        x[:, 0, untyped] = x[:, 0, untyped] + self.evidence.embedded(log_odds)
+        x[:, 0, untyped] = x[:, 0, untyped] + self.evidence.embedded(log_odds[..., None])
         return x, log_odds
 
     def query_output(self, logits: torch.Tensor, log_odds: torch.Tensor | None) -> torch.Tensor:

@@ -11,8 +11,12 @@ classes back to per-variant P(alt). The last group of a kind is padded with
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from genimpute.config import MASKED
+
+# a padding column's log-odds where the cells of a group are given as such: REF, beyond doubt
+PADDED_LOG_ODDS = 30.0
 
 
 def group_columns(columns: torch.Tensor, k: int) -> torch.Tensor:
@@ -64,3 +68,20 @@ def alt_log_odds(class_logits: torch.Tensor, groups: torch.Tensor) -> torch.Tens
     alt = torch.logsumexp(logits.masked_fill(~bits, neg_inf), dim=-2)  # (..., G, K)
     ref = torch.logsumexp(logits.masked_fill(bits, neg_inf), dim=-2)
     return (alt - ref).flatten(-2)[..., (groups >= 0).flatten()]
+
+
+def grouped_log_odds(log_odds: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """(..., U) log-odds of the untyped columns, in group order -> (..., G, K),
+    padding -PADDED_LOG_ODDS (REF, as in classes)."""
+    flat = torch.full((*log_odds.shape[:-1], groups.numel()), -PADDED_LOG_ODDS, dtype=log_odds.dtype,
+                      device=log_odds.device)
+    flat[..., (groups >= 0).flatten()] = log_odds
+    return flat.reshape(*log_odds.shape[:-1], *groups.shape)
+
+
+def independent_class_log_probs(log_odds: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """(..., U) per-variant log-odds -> (..., G, 2^K) log-probabilities of the
+    classes were the variants of a group independent: alt_log_odds' inverse."""
+    grouped = grouped_log_odds(log_odds, groups)[..., None, :]  # (..., G, 1, K)
+    bits = class_bits(groups.shape[1], log_odds.device)  # (2^K, K)
+    return torch.where(bits, F.logsigmoid(grouped), F.logsigmoid(-grouped)).sum(-1)

@@ -31,6 +31,13 @@ class MSAConfig(AxialConfig):
         check_heads(self)
 
 
+def _small_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d)) v, written out: for the column attention's
+    many maps of a few dozen rows and 8 channels, 1.3-3 times faster on a
+    CPU than scaled_dot_product_attention (BENCHMARKS.md, issue 27)."""
+    return torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5, dim=-1) @ v
+
+
 class _Attention(nn.Module):
     def __init__(self, config: MSAConfig):
         super().__init__()
@@ -74,7 +81,7 @@ class ColumnAttention(_Attention):
         def by_column(t):
             return t.permute(0, 2, 3, 1, 4)  # (B, M, H, R, dh)
 
-        out = F.scaled_dot_product_attention(by_column(q), by_column(k), by_column(v))
+        out = _small_attention(by_column(q), by_column(k), by_column(v))
         return x + self.out(out.permute(0, 3, 1, 2, 4).reshape(x.shape))
 
 
@@ -82,15 +89,20 @@ class MSATransformer(AxialBackbone):
     def __init__(self, config: MSAConfig):
         super().__init__(config, lambda: TiedRowAttention(config), lambda: ColumnAttention(config))
 
-    def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
-        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic (M,) cM, read with evidence only
-        x, log_odds = self.embed_cells(tokens, typed, genetic)
+    def mix(self, x: torch.Tensor) -> torch.Tensor:
         for row_attn, col_attn, ffn in self.layers:
             x = ffn(col_attn(row_attn(x)))
-        return self.with_query_output(self.head(x), typed, log_odds, tokens.shape[1])
+        return x
 
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
-                     genetic: torch.Tensor | None = None) -> torch.Tensor:
+    def mix_query(self, x: torch.Tensor) -> torch.Tensor:
+        """The last layer's column attention and feed-forward for the query row alone."""
+        *inner, (row_attn, col_attn, ffn) = self.layers
+        for row, col, ff in inner:
+            x = ff(col(row(x)))
+        return ffn(col_attn(row_attn(x), rows=slice(0, 1)))[:, 0]
+
+    def whole_query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
+                           genetic: torch.Tensor | None) -> torch.Tensor:
         """forward(tokens, typed)[:, 0][:, ~typed], computed for those cells
         alone in the last layer: its row attention for the untyped columns,
         its column attention, feed-forward and head for the query row. With

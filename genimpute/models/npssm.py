@@ -162,18 +162,10 @@ class NPSSM(AxialBackbone):
     def __init__(self, config: NPSSMConfig):
         super().__init__(config, lambda: BiMamba(config.dim, config.state), lambda: BiMamba(config.dim, config.state))
 
-    def forward(self, tokens: torch.Tensor, typed: torch.Tensor, genetic: torch.Tensor | None = None) -> torch.Tensor:
-        # tokens (B, R, M) integer, typed (M,) bool -> logits (B, R, M); genetic (M,) cM, read with evidence only
-        x, log_odds = self.embed_cells(tokens, typed, genetic)
+    def mix(self, x: torch.Tensor) -> torch.Tensor:
         b, r, m, d = x.shape
         for along_variants, along_haplotypes, ffn in self.layers:
             x = along_variants(x.reshape(b * r, m, d)).reshape(b, r, m, d)
             x = along_haplotypes(x.transpose(1, 2).reshape(b * m, r, d)).reshape(b, m, r, d).transpose(1, 2)
             x = ffn(x)
-        return self.with_query_output(self.head(x), typed, log_odds, tokens.shape[1])
-
-    def query_logits(self, tokens: torch.Tensor, typed: torch.Tensor,
-                     genetic: torch.Tensor | None = None) -> torch.Tensor:
-        """forward's query cells (B, U). Both scans of the last layer read the
-        whole sequence in each direction, so nothing is left out."""
-        return self.forward(tokens, typed, genetic)[:, 0][:, ~typed]
+        return x

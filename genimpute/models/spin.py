@@ -15,6 +15,15 @@ K-mer tokens of its untyped (target) and typed (attribute) variants.
   each of the query's target tokens attends to the same token of its n
   nearest panel haplotypes. It gives the model the retrieval that the
   inducing points alone do not learn across windows (BENCHMARKS.md).
+- Copying evidence (not in the paper; `evidence`, with the neighbour
+  reader): a `match` backbone reads the query and its k nearest panel
+  haplotypes (the window's context size; the reader reads the nearest
+  `neighbours` of them), chosen as the nearest-context backbones choose
+  them, and gives the alt log-odds of the query's untyped cells
+  (genimpute.models.evidence). They are embedded into the query's target
+  tokens, and the output's class log-probabilities are theirs (the variants
+  of a token taken as independent) plus the head's, times a gate that
+  starts at 0: the model starts as `match`.
 
 The encoder (`encode`) never sees a query, so imputation runs it once per
 window and reuses its inducing points, and its encoded rows, for every
@@ -31,7 +40,8 @@ from torch import nn
 
 from genimpute.config import BackboneConfig, WindowConfig
 from genimpute.models.blocks import CrossAttentionBlock, check_columns, check_heads
-from genimpute.models.kmers import alt_log_odds, groups_of, input_codes
+from genimpute.models.evidence import MatchEvidence
+from genimpute.models.kmers import alt_log_odds, grouped_log_odds, groups_of, independent_class_log_probs, input_codes
 
 _ATTRIBUTE, _TARGET = 0, 1
 
@@ -50,10 +60,14 @@ class SPINConfig(BackboneConfig):
     # nearest panel haplotypes (L1 on typed sites) whose target tokens each
     # query reads, column by column; 0 is the paper's SPIN
     neighbours: int = 0
+    # read the match backbone's log-odds of the query from its `neighbours` and correct them
+    evidence: bool = False
 
     def __post_init__(self):
         super().__post_init__()
         self.require_at_least(ffn_mult=1, max_columns=1, latents=1, inducing=1, neighbours=0)
+        if self.evidence and not self.neighbours:
+            raise ValueError("spin evidence: expected neighbours, the rows its match reads; found neighbours 0")
         check_heads(self)  # the blocks over latents x dim then split evenly too
         if not 1 <= self.kmer <= 8:  # 3^K input codes: 8 is already 6,561 embeddings
             raise ValueError(f"spin kmer: expected 1 to 8 variants per token; found {self.kmer}")
@@ -61,12 +75,18 @@ class SPINConfig(BackboneConfig):
     def check_window(self, window: WindowConfig) -> None:
         check_columns(self, window)
 
+    def context_rows(self, window: WindowConfig) -> int:
+        """The nearest context rows each predicted row is given: the reader's
+        `neighbours`, and with evidence the k of `window` its match reads if more."""
+        return max(self.neighbours, window.context) if self.evidence else self.neighbours
+
 
 class Memory(NamedTuple):
     """A window's encoding, shared by every query."""
 
     points: torch.Tensor  # (h, F'E) inducing points
-    rows: torch.Tensor | None  # (R, G, E) each context row's encoded tokens (neighbour reader), else None
+    rows: torch.Tensor | None  # (R, Gt, E) each context row's encoded target tokens (neighbour reader), else None
+    cells: torch.Tensor | None  # (R, M) int8, the context's cell tokens (for the evidence's match), else None
 
 
 class SPIN(nn.Module):
@@ -95,6 +115,9 @@ class SPIN(nn.Module):
         if self.neighbours:
             self.row_encoder = CrossAttentionBlock(e, config.heads, config.ffn_mult)
             self.reader = CrossAttentionBlock(e, config.heads, config.ffn_mult)
+        self.evidence = MatchEvidence(e, cells=k) if config.evidence else None
+        # with evidence the task is the query's correction, and match cannot copy a hidden context cell
+        self.reconstructs_context = not config.evidence
 
     def target_groups(self, typed: torch.Tensor) -> torch.Tensor:
         """(Gt, K) untyped column indices of each target token (-1: padding)."""
@@ -121,33 +144,52 @@ class SPIN(nn.Module):
         points = self.inducing[None]
         for layer in self.xabd:
             points = layer(points, rows)
-        return Memory(points[0], self.row_encoder(tokens, tokens) if self.neighbours else None)
+        # the reader reads target tokens alone: only they attend along the row
+        n_targets = len(self.target_groups(typed))
+        return Memory(points[0], self.row_encoder(tokens[:, :n_targets], tokens) if self.neighbours else None,
+                      context.to(torch.int8) if self.evidence is not None else None)
 
     def predict(self, memory: Memory, rows: torch.Tensor, typed: torch.Tensor,
-                neighbours: torch.Tensor | None = None) -> torch.Tensor:
+                neighbours: torch.Tensor | None = None, genetic: torch.Tensor | None = None) -> torch.Tensor:
         """(B, M) query rows (untyped cells MASKED) -> (B, Gt, 2^K) class logits of their target tokens.
-        neighbours: (B, n) each row's nearest context rows, when the model reads them."""
+        neighbours: (B, n) each row's nearest context rows, nearest first, when the model reads them
+        (config.context_rows: the reader reads the first `neighbours`, the evidence's match all n);
+        genetic (M,) the columns' cM, read with evidence only."""
         tokens = self._tokens(rows, typed)  # (B, G, E)
+        groups = self.target_groups(typed)
+        if self.evidence is not None:
+            self._check_neighbours(neighbours, len(rows))
+            cells = torch.cat([rows[:, None].to(torch.int8), memory.cells[neighbours]], 1)  # int8: (B, 1 + n, M)
+            log_odds = self.evidence.log_odds(cells, typed, genetic)
+            channel = self.evidence.embedded(grouped_log_odds(log_odds, groups))  # (B, Gt, E)
+            tokens = torch.cat([tokens[:, :len(groups)] + channel, tokens[:, len(groups):]], dim=1)
         summary = self._summarise(tokens)  # (B, F', E)
         b, f, e = summary.shape
         summary = self.predictor(summary.reshape(b, 1, f * e), memory.points.expand(b, -1, -1)).reshape(b, f, e)
-        n_targets = len(self.target_groups(typed))
+        n_targets = len(groups)
         targets = tokens[:, :n_targets]
         if self.neighbours:
-            # n is at most `neighbours`; fewer where the panel has fewer haplotypes
-            if neighbours is None or neighbours.ndim != 2 or len(neighbours) != b:
-                raise ValueError(f"expected ({b}, n) neighbour indices")
-            own = self.row_encoder(tokens, tokens)[:, :n_targets]  # (B, Gt, E)
-            read = memory.rows[neighbours][:, :, :n_targets].transpose(1, 2)  # (B, Gt, n, E)
-            targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, neighbours.shape[1], e)).reshape(own.shape)
-        return self.head(self.decoder(targets, torch.cat([summary, tokens], dim=1)))
+            self._check_neighbours(neighbours, b)
+            own = self.row_encoder(targets, tokens)  # (B, Gt, E)
+            read = memory.rows[neighbours[:, :self.neighbours]].transpose(1, 2)  # (B, Gt, n, E)
+            targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, read.shape[2], e)).reshape(own.shape)
+        logits = self.head(self.decoder(targets, torch.cat([summary, tokens], dim=1)))
+        if self.evidence is None:
+            return logits
+        return self.evidence.corrected(independent_class_log_probs(log_odds, groups), logits)
+
+    @staticmethod
+    def _check_neighbours(neighbours: torch.Tensor | None, b: int) -> None:
+        # n is at most `neighbours`; fewer where the panel has fewer haplotypes
+        if neighbours is None or neighbours.ndim != 2 or len(neighbours) != b:
+            raise ValueError(f"expected ({b}, n) neighbour indices")
 
     def forward(self, context: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor,
-                neighbours: torch.Tensor | None = None) -> torch.Tensor:
+                neighbours: torch.Tensor | None = None, genetic: torch.Tensor | None = None) -> torch.Tensor:
         """Training's pass: encode `context` (R, M), predict `rows` (B, M) -> (B, Gt, 2^K)."""
-        return self.predict(self.encode(context, typed), rows, typed, neighbours)
+        return self.predict(self.encode(context, typed), rows, typed, neighbours, genetic)
 
     def query_log_odds(self, memory: Memory, rows: torch.Tensor, typed: torch.Tensor,
-                       neighbours: torch.Tensor | None = None) -> torch.Tensor:
+                       neighbours: torch.Tensor | None = None, genetic: torch.Tensor | None = None) -> torch.Tensor:
         """(B, U) log-odds of the alt allele at the untyped columns, the K-mer classes marginalised."""
-        return alt_log_odds(self.predict(memory, rows, typed, neighbours), self.target_groups(typed))
+        return alt_log_odds(self.predict(memory, rows, typed, neighbours, genetic), self.target_groups(typed))
