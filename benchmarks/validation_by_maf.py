@@ -28,9 +28,11 @@ from genimpute.training_set import TrainingSet
 from genimpute.windows import plan_windows
 
 
-def held_out_imputation(model_dir: str, array: str, k: int | None = None, stride: int = 4) -> dict:
+def held_out_imputation(model_dir: str, array: str, k: int | None = None, stride: int = 4,
+                        model: torch.nn.Module | None = None) -> dict:
     """The model's held-out samples imputed from their typed sites over
-    every `stride`-th window: panel, held_out (TrainingSet), columns (V,),
+    every `stride`-th window (by `model` when given: the directory's with
+    other weights): panel, held_out (TrainingSet), columns (V,),
     dosage and true_dosage (V, samples), bins (V,) by MAF among the
     training haplotypes, k, windows, seconds."""
     loaded = load_model_dir(model_dir)
@@ -42,7 +44,7 @@ def held_out_imputation(model_dir: str, array: str, k: int | None = None, stride
     exclude = np.broadcast_to(held_out.is_val, (len(queries), len(held_out.is_val)))
     windows = plan_windows(panel.contig_index, panel.positions, typed_mask, config.window.untyped,
                            config.window.typed)[::stride]
-    model, window_config = loaded.model.eval(), replace(config.window, context=k)
+    model, window_config = (model or loaded.model).eval(), replace(config.window, context=k)
     started = time.monotonic()
     columns, probs = [], []
     for window in windows:
