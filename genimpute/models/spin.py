@@ -60,7 +60,7 @@ class SPINConfig(BackboneConfig):
     # nearest panel haplotypes (L1 on typed sites) whose target tokens each
     # query reads, column by column; 0 is the paper's SPIN
     neighbours: int = 0
-    # read the match backbone's log-odds of the query from its `neighbours` and correct them
+    # read the match backbone's log-odds of the query from its nearest rows (context_rows) and correct them
     evidence: bool = False
 
     def __post_init__(self):
