@@ -202,8 +202,7 @@ class AxialBackbone(nn.Module):
         their query's tokens at their columns, the evidence channel added
         at the query's untyped cells."""
         columns = cells.columns()  # (w, width)
-        rows = torch.arange(1 + self.config.body_rows if self.config.body_rows else tokens.shape[1],
-                            device=tokens.device)
+        rows = torch.arange(self.layer_rows(tokens.shape[1]), device=tokens.device)
         local_typed = typed[columns]
         x = self.embed(tokens[cells.window_query[:, None, None], rows[None, :, None], columns[:, None, :]],
                        local_typed)
@@ -212,6 +211,10 @@ class AxialBackbone(nn.Module):
         channel = self.evidence.embedded(whole[cells.window_query[:, None], columns, None])
         x[:, 0] = x[:, 0] + channel * ~local_typed[..., None]
         return x
+
+    def layer_rows(self, rows: int) -> int:
+        """How many of a window's `rows` (the query first) the layers read: the query and its body rows."""
+        return 1 + self.config.body_rows if self.config.body_rows else rows
 
     def query_row(self, query: torch.Tensor, typed: torch.Tensor, rows: int) -> torch.Tensor:
         """(B, rows, M) logits: the query's (B, U) at its untyped cells, 0 elsewhere."""
@@ -226,7 +229,7 @@ class AxialBackbone(nn.Module):
         evidence channel added at those cells."""
         if self.evidence is None:
             return self.embed(tokens, typed), None
-        x = self.embed(tokens[:, :1 + self.config.body_rows] if self.config.body_rows else tokens, typed)
+        x = self.embed(tokens[:, :self.layer_rows(tokens.shape[1])], typed)
         log_odds = self.evidence.log_odds(tokens, typed, genetic)
         untyped = torch.nonzero(~typed).squeeze(1)
         x[:, 0, untyped] = x[:, 0, untyped] + self.evidence.embedded(log_odds[..., None])
@@ -244,8 +247,6 @@ class AxialBackbone(nn.Module):
         and 0 for the context rows (there is no context to reconstruct)."""
         if log_odds is None:
             return logits
-        untyped = torch.nonzero(~typed).squeeze(1)
-        out = logits.new_zeros((logits.shape[0], rows, logits.shape[2]))
-        out[:, 0] = logits[:, 0]
-        out[:, 0, untyped] = self.query_output(logits[:, 0, untyped], log_odds)
+        out = self.query_row(self.query_output(logits[:, 0, ~typed], log_odds), typed, rows)
+        out[:, 0, typed] = logits[:, 0, typed]
         return out

@@ -157,8 +157,10 @@ class SPIN(nn.Module):
         genetic (M,) the columns' cM, read with evidence only."""
         tokens = self._tokens(rows, typed)  # (B, G, E)
         groups = self.target_groups(typed)
+        # n is at most `neighbours`; fewer where the panel has fewer haplotypes
+        if self.neighbours and (neighbours is None or neighbours.ndim != 2 or len(neighbours) != len(rows)):
+            raise ValueError(f"expected ({len(rows)}, n) neighbour indices")
         if self.evidence is not None:
-            self._check_neighbours(neighbours, len(rows))
             cells = torch.cat([rows[:, None].to(torch.int8), memory.cells[neighbours]], 1)  # int8: (B, 1 + n, M)
             log_odds = self.evidence.log_odds(cells, typed, genetic)
             channel = self.evidence.embedded(grouped_log_odds(log_odds, groups))  # (B, Gt, E)
@@ -169,7 +171,6 @@ class SPIN(nn.Module):
         n_targets = len(groups)
         targets = tokens[:, :n_targets]
         if self.neighbours:
-            self._check_neighbours(neighbours, b)
             own = self.row_encoder(targets, tokens)  # (B, Gt, E)
             read = memory.rows[neighbours[:, :self.neighbours]].transpose(1, 2)  # (B, Gt, n, E)
             targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, read.shape[2], e)).reshape(own.shape)
@@ -177,12 +178,6 @@ class SPIN(nn.Module):
         if self.evidence is None:
             return logits
         return self.evidence.corrected(independent_class_log_probs(log_odds, groups), logits)
-
-    @staticmethod
-    def _check_neighbours(neighbours: torch.Tensor | None, b: int) -> None:
-        # n is at most `neighbours`; fewer where the panel has fewer haplotypes
-        if neighbours is None or neighbours.ndim != 2 or len(neighbours) != b:
-            raise ValueError(f"expected ({b}, n) neighbour indices")
 
     def forward(self, context: torch.Tensor, rows: torch.Tensor, typed: torch.Tensor,
                 neighbours: torch.Tensor | None = None, genetic: torch.Tensor | None = None) -> torch.Tensor:
