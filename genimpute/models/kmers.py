@@ -62,12 +62,15 @@ def class_bits(k: int, device=None) -> torch.Tensor:
 def alt_log_odds(class_logits: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
     """(..., G, 2^K) class logits -> (..., N) log P(alt) / P(ref) of each of
     the N real (unpadded) grouped columns, in group order."""
-    bits = class_bits(groups.shape[1], class_logits.device)  # (2^K, K)
-    logits = class_logits.unsqueeze(-1)  # (..., G, 2^K, 1)
-    neg_inf = torch.finfo(logits.dtype).min
-    alt = torch.logsumexp(logits.masked_fill(~bits, neg_inf), dim=-2)  # (..., G, K)
-    ref = torch.logsumexp(logits.masked_fill(bits, neg_inf), dim=-2)
-    return (alt - ref).flatten(-2)[..., (groups >= 0).flatten()]
+    k = groups.shape[1]
+    lead = class_logits.shape[:-1]
+    per_bit = []
+    for j in range(k):
+        # class c = (high, bit j, low): its bit j is the middle axis of this view
+        split = class_logits.reshape(*lead, 2 ** (k - 1 - j), 2, 2 ** j)
+        ref, alt = torch.logsumexp(split, dim=-1).logsumexp(dim=-2).unbind(-1)
+        per_bit.append(alt - ref)
+    return torch.stack(per_bit, -1).flatten(-2)[..., (groups >= 0).flatten()]
 
 
 def grouped_log_odds(log_odds: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
