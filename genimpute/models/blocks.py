@@ -122,12 +122,32 @@ class CrossAttentionBlock(nn.Module):
         self.ffn = FeedForward(dim, ffn_mult)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.attend(x, *self.keys_values(y))
+
+    def keys_values(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(..., D) tokens attended to -> their keys and values (..., D) each:
+        computed once where many x attend to the same tokens."""
+        return self.kv(self.norm_y(y)).chunk(2, dim=-1)
+
+    def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """forward(x, y) from y's keys_values (N, Ly, D)."""
         def by_head(t):  # (N, L, D) -> (N, H, L, D/H)
             return t.reshape(*t.shape[:2], self.heads, -1).transpose(1, 2)
 
-        k, v = self.kv(self.norm_y(y)).chunk(2, dim=-1)
-        out = F.scaled_dot_product_attention(by_head(self.q(self.norm_x(x))), by_head(k), by_head(v))
+        out = F.scaled_dot_product_attention(by_head(self.q(self.norm_x(x))), by_head(keys), by_head(values))
         return self.ffn(x + self.out(out.transpose(1, 2).reshape(x.shape)))
+
+    def attend_each(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """x (N, L, D), keys and values (N, n, L, D) -> (N, L, D): token l of
+        x attends to its own n tokens, keys[:, :, l]. Written as two einsums
+        over that layout, twice as fast on a CPU as attention over (N L, n)
+        copies (BENCHMARKS.md, issue 27)."""
+        (n_rows, length, dim), n_heads = x.shape, self.heads
+        q = self.q(self.norm_x(x)).view(n_rows, length, n_heads, -1)
+        keys, values = (t.reshape(n_rows, -1, length, n_heads, dim // n_heads) for t in (keys, values))
+        weights = torch.softmax(torch.einsum("blhd,bnlhd->bnlh", q, keys) * q.shape[-1] ** -0.5, dim=1)
+        out = torch.einsum("bnlh,bnlhd->blhd", weights, values).reshape(x.shape)
+        return self.ffn(x + self.out(out))
 
 
 class AxialBackbone(nn.Module):

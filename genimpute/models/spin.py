@@ -85,7 +85,10 @@ class Memory(NamedTuple):
     """A window's encoding, shared by every query."""
 
     points: torch.Tensor  # (h, F'E) inducing points
-    rows: torch.Tensor | None  # (R, Gt, E) each context row's encoded target tokens (neighbour reader), else None
+    # (R, Gt, E) each: the reader's keys and values of every context row's encoded
+    # target tokens (neighbour reader), else None; computed once, read by many queries
+    keys: torch.Tensor | None
+    values: torch.Tensor | None
     cells: torch.Tensor | None  # (R, M) int8, the context's cell tokens (for the evidence's match), else None
 
 
@@ -116,6 +119,8 @@ class SPIN(nn.Module):
             self.row_encoder = CrossAttentionBlock(e, config.heads, config.ffn_mult)
             self.reader = CrossAttentionBlock(e, config.heads, config.ffn_mult)
         self.evidence = MatchEvidence(e, cells=k) if config.evidence else None
+        if config.evidence:  # its match's votes, the larger part of a pass, run fastest in passes of match's size
+            self.queries_per_cpu_pass = self.evidence.matcher.queries_per_cpu_pass
         # with evidence the task is the query's correction, and match cannot copy a hidden context cell
         self.reconstructs_context = not config.evidence
 
@@ -123,15 +128,24 @@ class SPIN(nn.Module):
         """(Gt, K) untyped column indices of each target token (-1: padding)."""
         return groups_of(~typed, self.config.kmer)
 
-    def _tokens(self, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
-        """(N, M) cell tokens -> (N, G, E) embedded K-mer tokens, the Gt target tokens first."""
+    def _codes(self, rows: torch.Tensor, typed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N, M) cell tokens -> (N, G) K-mer input codes and their (G, K) groups, the Gt target tokens first."""
         if rows.shape[-1] > self.config.max_columns:
             raise ValueError(f"window has {rows.shape[-1]} columns; the model covers at most {self.config.max_columns}")
-        targets = self.target_groups(typed)
-        groups = torch.cat([targets, groups_of(typed, self.config.kmer)])
-        kind = torch.full((len(groups),), _ATTRIBUTE, device=rows.device)
-        kind[: len(targets)] = _TARGET
-        return self.token(input_codes(rows, groups)) + self.column(groups[:, 0]) + self.kind(kind)
+        groups = torch.cat([self.target_groups(typed), groups_of(typed, self.config.kmer)])
+        return input_codes(rows, groups), groups
+
+    def _embedded(self, codes: torch.Tensor, positions: torch.Tensor, groups: torch.Tensor,
+                  n_targets: int) -> torch.Tensor:
+        """(..., E) tokens of `codes` at token `positions` (indices into `groups`)."""
+        kind = torch.where(positions < n_targets, _TARGET, _ATTRIBUTE)
+        return self.token(codes) + self.column(groups[positions, 0]) + self.kind(kind)
+
+    def _tokens(self, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
+        """(N, M) cell tokens -> (N, G, E) embedded K-mer tokens, the Gt target tokens first."""
+        codes, groups = self._codes(rows, typed)
+        positions = torch.arange(len(groups), device=rows.device)
+        return self._embedded(codes, positions, groups, len(self.target_groups(typed)))
 
     def _summarise(self, tokens: torch.Tensor) -> torch.Tensor:
         # XABA: (N, G, E) -> (N, F', E)
@@ -139,15 +153,23 @@ class SPIN(nn.Module):
 
     def encode(self, context: torch.Tensor, typed: torch.Tensor) -> Memory:
         """(R, M) cell tokens of the window's panel haplotypes -> their Memory."""
-        tokens = self._tokens(context, typed)
-        rows = self._summarise(tokens).flatten(1)[None]  # (1, R, F'E)
+        codes, groups = self._codes(context, typed)
+        n_codes, n_targets = 3 ** self.config.kmer, len(self.target_groups(typed))
+        # the panel's rows share most of their K-mers: the work on each token alone (its embedding, the norm
+        # and projections of the tokens attended to) is done once per distinct (position, code), then gathered
+        distinct, index = torch.unique(codes + n_codes * torch.arange(len(groups), device=codes.device),
+                                       return_inverse=True)  # index: (R, G)
+        tokens = self._embedded(distinct % n_codes, distinct // n_codes, groups, n_targets)  # (D, E)
+        keys, values = self.xaba.keys_values(tokens)
+        rows = self.xaba.attend(self.latents.expand(len(context), -1, -1), keys[index], values[index])
         points = self.inducing[None]
         for layer in self.xabd:
-            points = layer(points, rows)
-        # the reader reads target tokens alone: only they attend along the row
-        n_targets = len(self.target_groups(typed))
-        return Memory(points[0], self.row_encoder(tokens[:, :n_targets], tokens) if self.neighbours else None,
-                      context.to(torch.int8) if self.evidence is not None else None)
+            points = layer(points, rows.flatten(1)[None])  # over the (1, R, F'E) row summaries
+        keys = values = None
+        if self.neighbours:  # the reader reads target tokens alone: only they attend along the row
+            along_row = [t[index] for t in self.row_encoder.keys_values(tokens)]
+            keys, values = self.reader.keys_values(self.row_encoder.attend(tokens[index[:, :n_targets]], *along_row))
+        return Memory(points[0], keys, values, context.to(torch.int8) if self.evidence is not None else None)
 
     def predict(self, memory: Memory, rows: torch.Tensor, typed: torch.Tensor,
                 neighbours: torch.Tensor | None = None, genetic: torch.Tensor | None = None) -> torch.Tensor:
@@ -167,13 +189,14 @@ class SPIN(nn.Module):
             tokens = torch.cat([tokens[:, :len(groups)] + channel, tokens[:, len(groups):]], dim=1)
         summary = self._summarise(tokens)  # (B, F', E)
         b, f, e = summary.shape
-        summary = self.predictor(summary.reshape(b, 1, f * e), memory.points.expand(b, -1, -1)).reshape(b, f, e)
+        # each row's summary is one token attending to the same points: one batch of b tokens
+        summary = self.predictor(summary.reshape(1, b, f * e), memory.points[None]).reshape(b, f, e)
         n_targets = len(groups)
         targets = tokens[:, :n_targets]
         if self.neighbours:
             own = self.row_encoder(targets, tokens)  # (B, Gt, E)
-            read = memory.rows[neighbours[:, :self.neighbours]].transpose(1, 2)  # (B, Gt, n, E)
-            targets = self.reader(own.reshape(-1, 1, e), read.reshape(-1, read.shape[2], e)).reshape(own.shape)
+            read = neighbours[:, :self.neighbours]  # (B, n): each target token reads the same token of these
+            targets = self.reader.attend_each(own, memory.keys[read], memory.values[read])
         logits = self.head(self.decoder(targets, torch.cat([summary, tokens], dim=1)))
         if self.evidence is None:
             return logits
