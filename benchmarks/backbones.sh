@@ -15,8 +15,10 @@
 #        nearest rows, as match does; msa's layers over local windows of 16
 #        columns and match's 12 nearest rows around the cells match puts at
 #        P(alt) in (0.05, 0.95), npssm's over 8 columns and 6 rows around
-#        those in (0.1, 0.9); spin's reader over 24 of the rows; match
-#        trained the same way. Also spin, msa, npssm: the backbones
+#        those in (0.1, 0.9); spin's reader over 24 of the rows, on windows
+#        of 250 untyped and 250 typed columns (fewer windows per job than
+#        200 and 300: within 10 times Beagle's time); match trained the
+#        same way. Also spin, msa, npssm: the backbones
 #        alone, as issue 3 measured them; spin-nb: SPIN with --neighbours 24);
 #        REGION (default: the whole job; the backbones alone need one, e.g.
 #        20:10000000-10199999: NPSSM alone takes 13 min for the whole job;
@@ -48,7 +50,7 @@ lr_for() { case $1 in spin-ev) echo 1e-3 ;; spin*) echo 3e-3 ;; *) echo 1e-3 ;; 
 model_flags() {
   case $1 in
     spin-nb) echo "--model spin --neighbours 24" ;;
-    spin-ev) echo "--model spin --neighbours 24 --evidence --untyped 200 --typed 300 --context 128" ;;
+    spin-ev) echo "--model spin --neighbours 24 --evidence --untyped 250 --typed 250 --context 128" ;;
     msa-ev) echo "--model msa --evidence --body-rows 12 --local-columns 16 --unsure 0.05 --untyped 300 --typed 300 \
                   --context 128" ;;
     npssm-ev) echo "--model npssm --evidence --body-rows 6 --local-columns 8 --unsure 0.1 --untyped 300 --typed 300 \
