@@ -8,6 +8,7 @@ from paths import DATA
 from genimpute.config import MASKED, RunConfig, WindowConfig
 from genimpute.errors import GenimputeError
 from genimpute.models import REGISTRY, build_model, model_config, settings_of
+from genimpute.models.blocks import CrossAttentionBlock
 from genimpute.models.kmers import alt_log_odds
 from genimpute.modeldir import FORMAT, read_config
 from genimpute.models.match import MatchConfig
@@ -182,6 +183,35 @@ def test_spin_encode_once_equals_the_full_model_per_query(neighbours):
                                         groups) for i in range(4)])
     assert once.shape == (4, int((~typed).sum()))
     torch.testing.assert_close(once, alone, atol=1e-5, rtol=1e-5)
+
+
+def test_spin_encodes_each_distinct_token_once_with_the_values_of_encoding_every_token():
+    """encode works on each distinct (position, K-mer) once and gathers: the
+    points and the reader's keys and values of a panel with repeated
+    haplotypes are those of the blocks applied to every token."""
+    model = _spin(neighbours=3).eval()
+    tokens, typed = _tokens(b=1, r=6, m=50)
+    context = tokens[0, 1:].repeat(4, 1)  # 20 rows, 5 distinct
+    n_targets = len(model.target_groups(typed))
+    with torch.no_grad():
+        memory = model.encode(context, typed)
+        every = model._tokens(context, typed)
+        points = model.inducing[None]
+        for layer in model.xabd:
+            points = layer(points, model._summarise(every).flatten(1)[None])
+        keys, values = model.reader.keys_values(model.row_encoder(every[:, :n_targets], every))
+    for got, want in [(memory.points, points[0]), (memory.keys, keys), (memory.values, values)]:
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_attend_each_is_attention_of_each_token_over_its_own_tokens():
+    """CrossAttentionBlock.attend_each: token l of row i attends to keys[i, :, l] alone, as forward would."""
+    torch.manual_seed(0)
+    block = CrossAttentionBlock(8, 2, 2)
+    x, read = torch.randn(3, 5, 8), torch.randn(3, 4, 5, 8)  # 3 rows of 5 tokens, each reading 4 tokens
+    keys, values = block.keys_values(read)
+    one_by_one = block(x.reshape(15, 1, 8), read.transpose(1, 2).reshape(15, 4, 8)).reshape(x.shape)
+    torch.testing.assert_close(block.attend_each(x, keys, values), one_by_one, atol=1e-5, rtol=1e-5)
 
 
 def test_spin_context_is_a_set():
