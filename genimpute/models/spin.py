@@ -26,8 +26,8 @@ K-mer tokens of its untyped (target) and typed (attribute) variants.
   starts at 0: the model starts as `match`.
 
 The encoder (`encode`) never sees a query, so imputation runs it once per
-window and reuses its inducing points, and its encoded rows, for every
-target (`predict`).
+window and reuses its inducing points, and the reader's keys and values of
+its encoded rows, for every target (`predict`).
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ class SPIN(nn.Module):
         distinct, index = torch.unique(codes + n_codes * torch.arange(len(groups), device=codes.device),
                                        return_inverse=True)  # index: (R, G)
         tokens = self._embedded(distinct % n_codes, distinct // n_codes, groups, n_targets)  # (D, E)
-        keys, values = self.xaba.keys_values(tokens)
-        rows = self.xaba.attend(self.latents.expand(len(context), -1, -1), keys[index], values[index])
+        of_tokens = [t[index] for t in self.xaba.keys_values(tokens)]
+        rows = self.xaba.attend(self.latents.expand(len(context), -1, -1), *of_tokens)  # XABA: (R, F', E)
         points = self.inducing[None]
         for layer in self.xabd:
             points = layer(points, rows.flatten(1)[None])  # over the (1, R, F'E) row summaries
