@@ -18,9 +18,10 @@ the first typed site of each step of C cM (the first step half as long),
 the N haplotypes either side of the target in the PBWT orders there (the
 longest runs starting and ending at that site), kept in the engine's
 composite states (up to 1,600, Beagle's number), where the engine looks
-at every typed site.
+at every typed site. With MEANS, the mean of two of those ways' dosages.
 
     python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--tops 5,20] [--alphas 0.5,1] [--steps 0.1:13]
+        [--means default/runs8]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
 held_out.txt, beagle.vcf.gz); PANEL the panel it held samples out of, ARRAY
@@ -191,11 +192,20 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--tops", default="", help="runsK and composite+runsK for each K, as 5,20")
     parser.add_argument("--alphas", default="", help="jumps^A for each A, as 0.5,1")
     parser.add_argument("--steps", default="", help="steps C:N for each C cM and N neighbours, as 0.1:13,0.05:13")
+    parser.add_argument("--means", default="", help="the mean of two of the above's dosages, as default/runs8")
     return parser.parse_args()
 
 
 def main() -> None:
     args = arguments()
+    means = [x for x in args.means.split(",") if x]
+    known = {"beagle", "default", *(f"{kind}{top}" for top in args.tops.split(",") if top
+                                   for kind in ("runs", "composite+runs")),
+             *(f"jumps^{float(a):g}" for a in args.alphas.split(",") if a),
+             *(f"steps {step}" for step in args.steps.split(",") if step)}
+    for pair in means:
+        if len(pair.split("/")) != 2 or not set(pair.split("/")) <= known:
+            raise SystemExit(f"--means {pair}: expected two of {sorted(known)} joined by /")
     heldout, full_panel, array = args.heldout, args.full_panel, args.array
     panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
     sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
@@ -224,6 +234,8 @@ def main() -> None:
         step_cm, per_side = step.split(":")
         found[f"steps {step}"] = per_sample(impute_steps(model, segment, index, queries, float(step_cm),
                                                          int(per_side)))
+    for pair in means:
+        found[f"mean {pair}"] = np.mean([found[name] for name in pair.split("/")], axis=0)
     truth = per_sample(truth_panel.haplotypes(segment.predicted).astype(np.float64))
     freq = panel.alt_freq[segment.predicted]
     print(f"{len(segment.predicted)} untyped records, {len(held)} held-out samples; "
