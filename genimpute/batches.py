@@ -295,13 +295,13 @@ class SharedContext:
         # one encoding of the panel per distinct exclusion (one when no target is in the panel)
         exclusions, which = (np.zeros((1, window_haps.shape[1]), bool), np.zeros(len(rows), int)) \
             if exclude is None else np.unique(exclude, axis=0, return_inverse=True)
+        weights = _neighbour_weights(model.config, window, wcfg)
         for e, excluded in enumerate(exclusions):
             members = np.nonzero(which.ravel() == e)[0]
             context_haps = window_haps[:, ~excluded].T  # (R, M)
             memory = model.encode(torch.from_numpy(context_haps.astype(np.int64)).to(device), typed)
             context_typed = context_haps[:, window.typed]  # (R, t), for the neighbours of every pass
             n_rows = min(model.config.context_rows(wcfg), len(context_haps))
-            weights = _neighbour_weights(model.config, window, wcfg)
             for part, n_real in query_passes(len(members), per_pass):
                 neighbours = None
                 if n_rows:  # the rows it reads: nearest in the context, by index

@@ -128,12 +128,13 @@ class SPIN(nn.Module):
         """(Gt, K) untyped column indices of each target token (-1: padding)."""
         return groups_of(~typed, self.config.kmer)
 
-    def _codes(self, rows: torch.Tensor, typed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(N, M) cell tokens -> (N, G) K-mer input codes and their (G, K) groups, the Gt target tokens first."""
+    def _codes(self, rows: torch.Tensor, typed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """(N, M) cell tokens -> (N, G) K-mer input codes, their (G, K) groups and Gt, the target tokens first."""
         if rows.shape[-1] > self.config.max_columns:
             raise ValueError(f"window has {rows.shape[-1]} columns; the model covers at most {self.config.max_columns}")
-        groups = torch.cat([self.target_groups(typed), groups_of(typed, self.config.kmer)])
-        return input_codes(rows, groups), groups
+        targets = self.target_groups(typed)
+        groups = torch.cat([targets, groups_of(typed, self.config.kmer)])
+        return input_codes(rows, groups), groups, len(targets)
 
     def _embedded(self, codes: torch.Tensor, positions: torch.Tensor, groups: torch.Tensor,
                   n_targets: int) -> torch.Tensor:
@@ -143,9 +144,8 @@ class SPIN(nn.Module):
 
     def _tokens(self, rows: torch.Tensor, typed: torch.Tensor) -> torch.Tensor:
         """(N, M) cell tokens -> (N, G, E) embedded K-mer tokens, the Gt target tokens first."""
-        codes, groups = self._codes(rows, typed)
-        positions = torch.arange(len(groups), device=rows.device)
-        return self._embedded(codes, positions, groups, len(self.target_groups(typed)))
+        codes, groups, n_targets = self._codes(rows, typed)
+        return self._embedded(codes, torch.arange(len(groups), device=rows.device), groups, n_targets)
 
     def _summarise(self, tokens: torch.Tensor) -> torch.Tensor:
         # XABA: (N, G, E) -> (N, F', E)
@@ -153,8 +153,8 @@ class SPIN(nn.Module):
 
     def encode(self, context: torch.Tensor, typed: torch.Tensor) -> Memory:
         """(R, M) cell tokens of the window's panel haplotypes -> their Memory."""
-        codes, groups = self._codes(context, typed)
-        n_codes, n_targets = 3 ** self.config.kmer, len(self.target_groups(typed))
+        codes, groups, n_targets = self._codes(context, typed)
+        n_codes = 3 ** self.config.kmer
         # the panel's rows share most of their K-mers: the work on each token alone (its embedding, the norm
         # and projections of the tokens attended to) is done once per distinct (position, code), then gathered
         distinct, index = torch.unique(codes + n_codes * torch.arange(len(groups), device=codes.device),
