@@ -14,7 +14,7 @@ from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
 from genimpute.config import CopyingSettings
-from genimpute.copying import ContigModel, minor_alleles, pbwt_index
+from genimpute.copying import POSTERIOR_FLOOR, ContigModel, minor_alleles, pbwt_index
 from genimpute.panel import ReferencePanel
 
 
@@ -94,6 +94,27 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
         expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m) * 0.05, 300.0, 0.02, 7)
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
+
+
+def test_states_below_the_posterior_floor_are_skipped_at_untyped_records_and_cost_at_most_the_floor_each():
+    rng = np.random.default_rng(4)
+    m, h = 200, 40
+    alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
+    typed = rng.random(m) < 0.5
+    planted = np.flatnonzero(~typed)[10]
+    alleles[planted] = 0
+    alleles[planted, 5] = 1  # an alt allele carried only by a haplotype the query never copies
+    settings = CopyingSettings(neighbours=h, max_states=h)  # every haplotype a state, as in the textbook
+    cm_step = 1e-7  # switches so rare that haplotype 5 stays below the floor even at the ends
+    model = ContigModel(_panel(alleles, cm_step), 0, typed, settings)
+    [segment] = model.segments()
+    query = alleles[typed, 0].astype(np.int8)  # haplotype 0's alleles: the posterior is almost all on it
+    got = model.probabilities(segment, query[:, None], np.full(1, -1))[0][:, 0]
+    expected = _textbook_probabilities(alleles, typed, query, np.arange(m) * cm_step, settings.ne, settings.error,
+                                       settings.haplotype_offset)
+    row = np.searchsorted(np.flatnonzero(~typed), planted)
+    assert 0 < expected[row] < POSTERIOR_FLOOR and got[row] == 0
+    np.testing.assert_allclose(got, expected, atol=h * POSTERIOR_FLOOR)
 
 
 def test_a_wide_pass_averages_two_state_sets():
