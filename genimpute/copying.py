@@ -277,33 +277,33 @@ def _forward(state_alleles, query, first, jump_rate, error):
     return out
 
 
-@nb.njit(cache=True)
-def _minor_bits(packed, records, r, byte, minor_is_alt):
-    """Byte `byte` of record r's row with a 1 for each haplotype carrying its minor allele."""
-    value = packed[records[r], byte]
-    return value if minor_is_alt[r] else 255 - value
-
-
-@nb.njit(cache=True)
-def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records):
+@nb.njit(cache=True, parallel=True)
+def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
     """Advance cursor[h] once for each record r whose minor allele haplotype
     h carries, records ascending, first writing r to hap_records[cursor[h]]
-    unless hap_records is empty (a count)."""
-    for r in range(len(records)):
-        for byte in range(packed.shape[1]):
-            value = _minor_bits(packed, records, r, byte, minor_is_alt)
-            if value == 0:
-                continue
-            for bit in range(8):
-                h = byte * 8 + bit
-                if h < n_haplotypes and (value >> (7 - bit)) & 1:  # past the last haplotype: padding
-                    if len(hap_records):
-                        hap_records[cursor[h]] = r
-                    cursor[h] += 1
+    unless hap_records is empty (a count). Each of n_strips threads reads
+    its own strip of every packed row and fills its strip's haplotypes' lists:
+    the lists are disjoint, so the output is the same for any n_strips, and
+    the writes, scattered over every haplotype's list, are most of the time."""
+    n_bytes = packed.shape[1]
+    width = (n_bytes + n_strips - 1) // n_strips
+    for strip in nb.prange(n_strips):
+        for r in range(len(records)):
+            flip = 0 if minor_is_alt[r] else 255
+            for byte in range(strip * width, min(n_bytes, (strip + 1) * width)):
+                value = packed[records[r], byte] ^ flip
+                if value == 0:
+                    continue
+                for bit in range(8):
+                    h = byte * 8 + bit
+                    if h < n_haplotypes and (value >> (7 - bit)) & 1:  # past the last haplotype: padding
+                        if len(hap_records):
+                            hap_records[cursor[h]] = r
+                        cursor[h] += 1
 
 
 @nb.njit(cache=True)
-def minor_alleles(packed, records, n_haplotypes, minor_is_alt):
+def minor_alleles(packed, records, n_haplotypes, minor_is_alt, n_strips):
     """(hap_starts (H + 1,), hap_records, alt_major) of records (packed
     panel rows; minor_is_alt: which allele of each is the minor one): the
     records whose minor allele haplotype h carries,
@@ -314,13 +314,14 @@ def minor_alleles(packed, records, n_haplotypes, minor_is_alt):
     whatever the panel's size (the sum of their frequencies), so summing a
     query's states over their own lists reads a few hundred entries per
     state and Mb, where reading every record grows with the panel's records
-    (2.3 times as many at 16,000 samples as at 1,000, most of them rare)."""
+    (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
+    The lists are built in n_strips threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
-    _scan_minor(packed, records, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32))
+    _scan_minor(packed, records, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32), n_strips)
     hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
     hap_starts[1:] = np.cumsum(counts)
     hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
-    _scan_minor(packed, records, n_haplotypes, minor_is_alt, hap_starts[:-1].copy(), hap_records)
+    _scan_minor(packed, records, n_haplotypes, minor_is_alt, hap_starts[:-1].copy(), hap_records, n_strips)
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
 
 
@@ -618,7 +619,8 @@ class ContigModel:
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
         return (records, self.weights[start:stop], record_gap, gap_first,
-                *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes, minor_is_alt))
+                *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes, minor_is_alt,
+                               nb.get_num_threads()))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -277,15 +277,17 @@ def test_a_compact_panel_imputes_as_its_vcf_and_a_foreign_file_is_refused(tmp_pa
     assert result.exit_code == 1 and "expected a compact panel of format" in result.output
 
 
-def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele():
+@pytest.mark.parametrize("n_strips", [1, 2, 3, 9])  # 9: more strips than the 7 bytes of a row
+def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(n_strips):
     rng = np.random.default_rng(6)
-    alleles = (rng.random((50, 37)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 37: a ragged last byte
+    alleles = (rng.random((50, 53)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 53: a ragged last byte
     records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
-    minor_is_alt = 2 * alleles[records].sum(axis=1) <= 37
-    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles, axis=1), records, 37, minor_is_alt)
+    minor_is_alt = 2 * alleles[records].sum(axis=1) <= 53
+    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles, axis=1), records, 53, minor_is_alt,
+                                                       n_strips)
     assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
-    for h in range(37):
+    for h in range(53):
         assert hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() == np.flatnonzero(minor[:, h]).tolist()
 
 
