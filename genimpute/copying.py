@@ -59,10 +59,10 @@ SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 128 x
 FAST = {"reassoc", "contract", "arcp"}
 # A state whose posterior stays below this over a segment adds less than it
 # to any record's P(alt) there, and is skipped. On the 16,000-sample panel it
-# skipped 61% of the states' segments (32% at 1,000 samples) and halved the
-# untyped records' time (0.92 to 0.42 ms per haplotype); over 1,000 targets
-# 0.01% of DS values changed, by at most 0.002, and r2 was unchanged to four
-# decimals in every bin (BENCHMARKS.md).
+# skipped 61% of the states' segments (32% at 1,000 samples), and the
+# untyped records took 0.42 ms per haplotype, not 1.02 (0.68, not 0.91); over
+# 1,000 targets 0.01% of DS values changed, by at most 0.002, and r2 was
+# unchanged to four decimals in every bin (BENCHMARKS.md).
 POSTERIOR_FLOOR = np.float32(1e-5)
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 

@@ -1,0 +1,72 @@
+"""The copying engine's stages timed one by one, per target haplotype, on
+one thread: the PBWT walks (for all the haplotypes together, as the engine
+groups them), then for each haplotype its composite states, their alleles,
+the forward-backward and the untyped records. Where the engine's time goes
+at each panel size (`engine_time.py` times the whole of it).
+
+    python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS]
+
+SEED_DIR: a scale_series.sh output directory (panel.N.gpanel,
+targets.N.vcf.gz); TARGETS (default 100) the cohort, whose haplotypes are
+all timed. Each stage runs once before it is timed (numba compiles it).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numba
+import numpy as np
+
+from genimpute import copying
+from genimpute.config import CopyingSettings
+from genimpute.io.vcf_reader import read_target
+from genimpute.panel import align_target, read_reference
+
+
+def timed(seconds: dict, stage: str, function, *args):
+    """function(*args), run once untimed and once timed into seconds[stage]."""
+    function(*args)
+    started = time.perf_counter()
+    result = function(*args)
+    seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - started
+    return result
+
+
+def main() -> None:
+    seed_dir, panel_samples, *rest = sys.argv[1:]
+    targets = rest[0] if rest else "100"
+    settings = CopyingSettings()
+    panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
+    aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
+    model = copying.ContigModel(panel, 0, aln.typed_records(len(panel)), settings)
+    [segment] = model.segments()
+    numba.set_num_threads(1)
+    queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
+    forward_index, backward_index, alleles, untyped = model._build(segment, *model._untyped_span(0, segment.core_last))
+    jump_rate = copying.switch_probabilities(model.jump_cm, panel.n_haplotypes, settings.ne, settings.haplotype_offset)
+    n, sites = queries.shape[1], queries.shape[0]
+    seconds: dict = {}
+    sightings = timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries, np.arange(n),
+                      settings.neighbours, np.full(n, -1, dtype=np.int64))
+    slot_of = np.full(panel.n_haplotypes, -1, dtype=np.int32)
+    capacity = sightings.shape[1] * sightings.shape[2] + settings.max_states
+    buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
+    for q in range(n):
+        segments, n_states = timed(seconds, "composite states", copying._composite_states, sightings[q],
+                                   settings.max_states, slot_of, buffer, heap)
+        segments = segments.copy()  # the buffer is the next call's
+        state_alleles = timed(seconds, "states' alleles", copying._state_alleles, alleles, segments, n_states, sites)
+        posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(), 0,
+                          jump_rate, settings.error)
+        timed(seconds, "untyped records", copying._impute_untyped, untyped, segments, posterior, sites,
+              np.zeros(len(untyped[0]), dtype=np.float32))
+    print(f"panel {panel_samples} samples, {n} haplotypes, {sites} typed sites, {len(untyped[0])} untyped records; "
+          "ms per haplotype, one thread:")
+    for stage, total in seconds.items():
+        print(f"  {stage:18s} {1000 * total / n:.3f}")
+
+
+if __name__ == "__main__":
+    main()
