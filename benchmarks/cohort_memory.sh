@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Issue 24's cohort goal: 10,020 targets (the scale series' 1,002, each ten
-# times under new names) against one of its panels (4,000 samples unless PANEL
-# says), next to the first
-# 1,000 of them: genimpute's wall time, peak RSS and time per target, and the
-# ratio of the two runs' peak memory (goal: within 1.2x); Beagle 5.4 on the
-# same files. Each tool writes the same FORMAT fields as the other: genimpute's
-# default GT:DS:GP beside Beagle's gp=true, and genimpute's --format GT:DS
-# beside Beagle's default GT:DS. Median of ROUNDS runs; one tool at a time.
+# times under new names) against one of its panels (4,000 samples unless
+# PANEL says), next to the first 1,000 of them: genimpute's wall time, peak
+# RSS and time per target, and the ratio of the two runs' peak memory (goal:
+# within 1.2x); Beagle 5.4 on the same files. Each tool writes the same
+# FORMAT fields as the other: genimpute's default GT:DS:GP beside Beagle's
+# gp=true, and genimpute's --format GT:DS beside Beagle's default GT:DS.
+# Median of ROUNDS runs; one tool at a time.
 #
 #   bash benchmarks/cohort_memory.sh SCALE_DIR [out dir]   (default benchmarks/out/cohort)
 #   env: PANEL (default 4000), the panel's size in samples; ROUNDS (default 3)

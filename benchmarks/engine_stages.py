@@ -44,7 +44,8 @@ def main() -> None:
     [segment] = model.segments()
     numba.set_num_threads(1)
     queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
-    forward_index, backward_index, alleles, untyped = model._build(segment, *model._untyped_span(0, segment.core_last))
+    records = model._untyped_span(segment.core_first, segment.core_last)
+    forward_index, backward_index, alleles, untyped = model._build(segment, *records)
     jump_rate = copying.switch_probabilities(model.jump_cm, panel.n_haplotypes, settings.ne, settings.haplotype_offset)
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}

@@ -373,8 +373,9 @@ def _impute_untyped(untyped, segments, posterior, last, out_column):
     record's weight (0 at the left site, 1 at the right), summed over the
     states that carry its minor allele (minor_alleles) at that site (a
     composite state may copy another haplotype at each), and taken from 1
-    where that allele is REF. A segment of a state whose posterior stays
-    below POSTERIOR_FLOOR wherever its records read it is skipped."""
+    where that allele is REF. A state's segment is skipped where its
+    posterior stays below POSTERIOR_FLOOR from the typed site before the
+    segment to the one after it (all the sites its records read, and two more)."""
     weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
     maxima = _block_maxima(posterior)
     for e in range(segments.shape[1]):

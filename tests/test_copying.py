@@ -95,7 +95,6 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
 
-
 def test_states_below_the_posterior_floor_are_skipped_at_untyped_records_and_cost_at_most_the_floor_each():
     rng = np.random.default_rng(4)
     m, h = 200, 40
