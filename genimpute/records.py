@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
+import numba as nb
 import numpy as np
 from tqdm import tqdm
 
@@ -26,6 +27,22 @@ log = logging.getLogger(__name__)
 
 # kinds of output record
 _TYPED, _IMPUTED, _PASSED = 0, 1, 2
+TILE = 64  # records and haplotypes per tile of _gather_rows
+
+
+@nb.njit(cache=True)
+def _gather_rows(probs, sources, destinations, out):
+    """out[destinations[i]] = probs[sources[i]], in tiles of TILE records
+    and haplotypes. The copying engine's probs (U, Q) are a transposed
+    view, each haplotype's record contiguous: a row gathered whole read each
+    value from another cache line, 0.4 s of each 1,000-sample batch at
+    16,000 panel samples."""
+    n, q = len(sources), probs.shape[1]
+    for i0 in range(0, n, TILE):
+        for j0 in range(0, q, TILE):
+            for i in range(i0, min(i0 + TILE, n)):
+                for j in range(j0, min(j0 + TILE, q)):
+                    out[destinations[i], j] = probs[sources[i], j]
 
 
 @dataclass
@@ -118,7 +135,8 @@ class _RecordFormatter:
             p[typed], haploid[typed] = calls, alleles[:, 1::2] == ABSENT
             n_missing[typed] = missing_calls(alleles)
         if not typed.all():
-            p[~typed] = probs[[index_of_row[r] for r in rows[~typed].tolist()]]
+            sources = np.array([index_of_row[r] for r in rows[~typed].tolist()], dtype=np.int64)
+            _gather_rows(probs, sources, np.flatnonzero(~typed), p)
             near = self._haploid_near(rows[~typed])
             if near is not None:
                 haploid[~typed] = near
