@@ -9,6 +9,7 @@ which the system deletes whatever way the process ends.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -30,25 +31,28 @@ class ColumnSpool:
     def __init__(self, directory: str | Path, threads: int = 2):
         self.file = tempfile.TemporaryFile(dir=directory, prefix=".genimpute-spool.")
         self.pool = ThreadPoolExecutor(max_workers=threads)
-        self.pending: deque = deque()
-        self.parts: list[tuple[int, int]] = []  # (offset, size) of each compressed chunk, in put order
+        self.pending: deque = deque()  # (compressed text to come, record ends) of each chunk put
+        self.parts: list[tuple[int, int, np.ndarray]] = []  # (offset, size, record ends) of each chunk, in put order
+        self.end = 0  # bytes in the file
 
     def put(self, columns: ColumnText) -> None:
-        self.pending.append(self.pool.submit(zlib_ng.compress, columns.text, LEVEL))
+        self.pending.append((self.pool.submit(zlib_ng.compress, columns.text, LEVEL), columns.ends))
         while len(self.pending) > 8:  # bound the compressed chunks held in memory
-            self._store(self.pending.popleft().result())
+            self._store(*self.pending.popleft())
 
-    def _store(self, data: bytes) -> None:
-        self.file.seek(0, 2)  # reads move the position; chunks are appended
-        self.parts.append((self.file.tell(), len(data)))
-        self.file.write(data)
+    def _store(self, compressed, ends: np.ndarray) -> None:
+        data = compressed.result()
+        self.parts.append((self.end, len(data), ends))
+        self.file.write(data)  # reads do not move the position (os.pread): it stays at the end
+        self.end += len(data)
 
     def joined(self, n_batches: int):
         """Yield each chunk's ColumnText with every batch's columns, in
         order. The spool is emptied at once: what is put from here on is the
         next window's, whether or not every chunk is read."""
         while self.pending:
-            self._store(self.pending.popleft().result())
+            self._store(*self.pending.popleft())
+        self.file.flush()
         parts, self.parts = self.parts, []
         n_chunks, rest = divmod(len(parts), n_batches)
         if rest:
@@ -58,10 +62,15 @@ class ColumnSpool:
         if not self.parts and not self.pending:  # nothing put meanwhile: the file starts again
             self.file.seek(0)
             self.file.truncate()
+            self.end = 0
 
-    def _read(self, offset: int, size: int) -> ColumnText:
-        self.file.seek(offset)
-        return ColumnText.of_text(np.frombuffer(zlib_ng.decompress(self.file.read(size)), dtype=np.uint8))
+    def _read(self, offset: int, size: int, ends: np.ndarray) -> ColumnText:
+        """A chunk's columns, read without a seek (each flushed the file's
+        buffer) and with the record ends kept at put() (found again in the
+        text, they were a third of the time of reading a 10,000-sample
+        cohort's spool)."""
+        data = zlib_ng.decompress(os.pread(self.file.fileno(), size, offset))
+        return ColumnText(np.frombuffer(data, dtype=np.uint8), ends)
 
     def close(self) -> None:
         self.pool.shutdown(cancel_futures=True)

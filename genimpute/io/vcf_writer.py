@@ -273,11 +273,6 @@ class ColumnText:
         return [bytes(piece[:-1]).decode("ascii") for piece in self.pieces()]
 
     @classmethod
-    def of_text(cls, text: np.ndarray) -> ColumnText:
-        """The records of a buffer laid out as ColumnText.text (ends found at its newlines)."""
-        return cls(text, np.flatnonzero(text == 10) + 1)
-
-    @classmethod
     def side_by_side(cls, parts: list[ColumnText]) -> ColumnText:
         """The same records' columns of consecutive batches of samples, as
         one: each record's columns of every part in turn, tab-separated."""
