@@ -42,6 +42,7 @@ _BLOCK_SITES = 16
 _LOW_BITS = 0x55555555  # the low bit of each site's two
 _NEAREST = 32  # the samples sharing most blocks also compared site by site, for the closest of a non-duplicate
 _CODE_CHUNK = 64  # blocks of panel sites, or target samples, coded at a time
+_SEARCH_GROUP = 64  # target samples one thread searches the panel for, reusing its counts
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def _agreement(target: np.ndarray, called: np.ndarray, panel: np.ndarray) -> tup
     return informative, informative - differ
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def _closest_by_blocks(target_codes, target_called, all_called, codes, sorted_codes, order, max_discordance,
                        min_sites, nearest):
     """For each target sample: the panel sample whose genotypes agree with
@@ -206,35 +207,48 @@ def _closest_by_blocks(target_codes, target_called, all_called, codes, sorted_co
     code with every site called): only such samples, and the `nearest`
     sharing the most blocks, are compared site by site (every sample when
     fewer share a block). Exact for any sample that agrees as a duplicate's
-    would; for the others, the closest of those compared."""
-    n_targets, n_blocks = target_codes.shape
+    would; for the others, the closest of those compared. Groups of
+    target samples run in parallel, each with its own counts: no sample's
+    answer depends on another's."""
+    n_targets = target_codes.shape[0]
     n_panel = codes.shape[0]
     closest = np.full(n_targets, -1, dtype=np.int64)
     informative = np.zeros(n_targets, dtype=np.int64)
     agree = np.zeros(n_targets, dtype=np.int64)
-    shared = np.zeros(n_panel, dtype=np.int32)  # blocks shared with the target sample
-    touched = np.empty(n_panel, dtype=np.int64)  # the samples sharing any, in the order first met
-    for s in range(n_targets):
-        n_touched, whole_blocks = _share_blocks(target_codes[s], target_called[s], all_called, sorted_codes, order,
-                                                shared, touched)
-        called_sites = 0
-        for j in range(n_blocks):
-            called_sites += _nonzero_sites(target_called[s, j])
-        least_shared = min(whole_blocks - int(max_discordance * called_sites) - 1,
-                           _fewest_shared_by_nearest(shared, touched[:n_touched], n_blocks, nearest))
-        # too few whole blocks to rule any sample out, or too few samples sharing any: compare every sample
-        everyone = least_shared <= 0 or n_touched < nearest
-        best_share = -1.0
-        for i in range(n_panel if everyone else n_touched):
-            p = i if everyone else touched[i]
-            if everyone or shared[p] >= least_shared:
-                sites, agreeing = _agreement(target_codes[s], target_called[s], codes[p])
-                share = agreeing / max(sites, 1)
-                if sites >= min_sites and (share > best_share or (share == best_share and p < closest[s])):
-                    best_share = share
-                    closest[s], informative[s], agree[s] = p, sites, agreeing
-        shared[touched[:n_touched]] = 0
+    for group in nb.prange((n_targets + _SEARCH_GROUP - 1) // _SEARCH_GROUP):
+        shared = np.zeros(n_panel, dtype=np.int32)  # blocks shared with the target sample
+        touched = np.empty(n_panel, dtype=np.int64)  # the samples sharing any, in the order first met
+        for s in range(group * _SEARCH_GROUP, min(n_targets, (group + 1) * _SEARCH_GROUP)):
+            closest[s], informative[s], agree[s] = _closest_one(
+                target_codes[s], target_called[s], all_called, codes, sorted_codes, order, max_discordance,
+                min_sites, nearest, shared, touched)
     return closest, informative, agree
+
+
+@nb.njit(cache=True)
+def _closest_one(target, called, all_called, codes, sorted_codes, order, max_discordance, min_sites, nearest,
+                 shared, touched) -> tuple:
+    """_closest_by_blocks for one target sample: (closest, informative
+    sites, agreeing sites); shared (all 0) and touched are scratch, left so."""
+    n_blocks, n_panel = len(target), codes.shape[0]
+    n_touched, whole_blocks = _share_blocks(target, called, all_called, sorted_codes, order, shared, touched)
+    called_sites = 0
+    for j in range(n_blocks):
+        called_sites += _nonzero_sites(called[j])
+    least_shared = min(whole_blocks - int(max_discordance * called_sites) - 1,
+                       _fewest_shared_by_nearest(shared, touched[:n_touched], n_blocks, nearest))
+    # too few whole blocks to rule any sample out, or too few samples sharing any: compare every sample
+    everyone = least_shared <= 0 or n_touched < nearest
+    best_share, closest, best_sites, best_agreeing = -1.0, -1, 0, 0
+    for i in range(n_panel if everyone else n_touched):
+        p = i if everyone else touched[i]
+        if everyone or shared[p] >= least_shared:
+            sites, agreeing = _agreement(target, called, codes[p])
+            share = agreeing / max(sites, 1)
+            if sites >= min_sites and (share > best_share or (share == best_share and p < closest)):
+                best_share, closest, best_sites, best_agreeing = share, p, sites, agreeing
+    shared[touched[:n_touched]] = 0
+    return closest, best_sites, best_agreeing
 
 
 @nb.njit(cache=True)

@@ -200,3 +200,24 @@ def _alignment(target_dosage: np.ndarray) -> Alignment:
     haplotypes[:, 1::2] = np.where(target_dosage < 0, MISSING, target_dosage > 1)
     return Alignment(panel_rows=np.arange(m), target_rows=np.arange(m), haplotypes=haplotypes, contigs=[0],
                      unmatched_rows=np.array([], dtype=np.int64), decisions=[], phased=True)
+
+
+def test_each_target_sample_gets_its_own_answer_in_any_group_of_a_large_cohort():
+    """Target samples are searched in groups in parallel: in a cohort of 8
+    samples repeated 20 times (160, several groups), each copy gets what the
+    8 got alone."""
+    rng = np.random.default_rng(5)
+    alleles = _mosaic_panel(rng, 500, 300)
+    dosage = alleles[:, 0::2].astype(np.int64) + alleles[:, 1::2]
+    target = dosage[:, [5, 41, 120, 200, 250, 260, 299, 7]].copy()
+    target[rng.random(500) < 0.02, 1] = -1  # scattered missing calls
+    target[:, 6] = rng.integers(0, 3, 500)  # a stranger
+    panel = _array_panel(alleles)
+
+    def search(dosages):
+        return samples_in_panel(panel, _alignment(dosages), [f"t{i}" for i in range(dosages.shape[1])])
+
+    alone, cohort = search(target), search(np.tile(target, 20))
+    assert alone.identical.sum() >= 5  # duplicates and non-duplicates both
+    for field in ("closest", "informative", "concordance"):
+        np.testing.assert_array_equal(getattr(cohort, field), np.tile(getattr(alone, field), 20))
