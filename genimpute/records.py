@@ -34,8 +34,8 @@ TILE = 64  # records and haplotypes per tile of _gather_rows
 def _gather_rows(probs, sources, destinations, out):
     """out[destinations[i]] = probs[sources[i]], in tiles of TILE records
     and haplotypes. The copying engine's probs (U, Q) are a transposed
-    view, each haplotype's record contiguous: a row gathered whole read each
-    value from another cache line, 0.4 s of each 1,000-sample batch at
+    view, each haplotype's records contiguous: a record gathered whole read
+    each value from another cache line, 0.4 s of each 1,000-sample batch at
     16,000 panel samples."""
     n, q = len(sources), probs.shape[1]
     for i0 in range(0, n, TILE):
