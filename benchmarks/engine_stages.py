@@ -16,13 +16,11 @@ from __future__ import annotations
 import sys
 import time
 
-import numba
 import numpy as np
+from engine_time import one_segment_job
 
 from genimpute import copying
 from genimpute.config import CopyingSettings
-from genimpute.io.vcf_reader import read_target
-from genimpute.panel import align_target, read_reference
 
 
 def timed(seconds: dict, stage: str, function, *args):
@@ -38,12 +36,8 @@ def main() -> None:
     seed_dir, panel_samples, *rest = sys.argv[1:]
     targets = rest[0] if rest else "100"
     settings = CopyingSettings()
-    panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
-    aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
-    model = copying.ContigModel(panel, 0, aln.typed_records(len(panel)), settings)
-    [segment] = model.segments()
-    numba.set_num_threads(1)
-    queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
+    model, segment, queries = one_segment_job(seed_dir, panel_samples, targets, settings)
+    panel = model.panel
     records = model._untyped_span(segment.core_first, segment.core_last)
     forward_index, backward_index, alleles, untyped = model._build(segment, *records)
     jump_rate = copying.switch_probabilities(model.jump_cm, panel.n_haplotypes, settings.ne, settings.haplotype_offset)

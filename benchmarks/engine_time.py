@@ -25,17 +25,23 @@ from genimpute.io.vcf_reader import read_target
 from genimpute.panel import align_target, read_reference
 
 
-def main() -> None:
-    seed_dir, panel_samples, targets, *rest = sys.argv[1:]
-    rounds = int(rest[0]) if rest else 3
-    settings = CopyingSettings(**copying_settings(rest[1] if len(rest) > 1 else ""))
+def one_segment_job(seed_dir: str, panel_samples: str, targets: str, settings: CopyingSettings) -> tuple:
+    """(ContigModel, its one segment, the targets' alleles (t, Q) at its
+    typed sites) of a scale-series job, the engine set to one thread."""
     panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
     aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
     model = ContigModel(panel, 0, aln.typed_records(len(panel)), settings)
     [segment] = model.segments()
-    queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
-    excluded = np.full(queries.shape[1], -1, dtype=np.int64)
     numba.set_num_threads(1)
+    return model, segment, np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
+
+
+def main() -> None:
+    seed_dir, panel_samples, targets, *rest = sys.argv[1:]
+    rounds = int(rest[0]) if rest else 3
+    settings = CopyingSettings(**copying_settings(rest[1] if len(rest) > 1 else ""))
+    model, segment, queries = one_segment_job(seed_dir, panel_samples, targets, settings)
+    excluded = np.full(queries.shape[1], -1, dtype=np.int64)
     model.probabilities(segment, queries[:, :4], excluded[:4])  # compiled, and the segment's index built
     seconds = []
     for _ in range(rounds):
