@@ -33,7 +33,6 @@ class ColumnSpool:
         self.pool = ThreadPoolExecutor(max_workers=threads)
         self.pending: deque = deque()  # (compressed text to come, record ends) of each chunk put
         self.parts: list[tuple[int, int, np.ndarray]] = []  # (offset, size, record ends) of each chunk, in put order
-        self.end = 0  # bytes in the file
 
     def put(self, columns: ColumnText) -> None:
         self.pending.append((self.pool.submit(zlib_ng.compress, columns.text, LEVEL), columns.ends))
@@ -42,9 +41,8 @@ class ColumnSpool:
 
     def _store(self, compressed, ends: np.ndarray) -> None:
         data = compressed.result()
-        self.parts.append((self.end, len(data), ends))
-        self.file.write(data)  # reads do not move the position (os.pread): it stays at the end
-        self.end += len(data)
+        self.parts.append((self.file.tell(), len(data), ends))  # reads (os.pread) leave the position at the end
+        self.file.write(data)
 
     def joined(self, n_batches: int):
         """Yield each chunk's ColumnText with every batch's columns, in
@@ -62,7 +60,6 @@ class ColumnSpool:
         if not self.parts and not self.pending:  # nothing put meanwhile: the file starts again
             self.file.seek(0)
             self.file.truncate()
-            self.end = 0
 
     def _read(self, offset: int, size: int, ends: np.ndarray) -> ColumnText:
         """A chunk's columns, read without a seek (each flushed the file's
