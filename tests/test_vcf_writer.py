@@ -136,6 +136,35 @@ def test_calls_certain_of_ref_are_written_as_each_field_set_says(names):
     assert got[2] == "0|0" if names == ("GT",) else got[2].startswith("0|0:") and got[2] != got[0]
 
 
+def _reference_call(a: float, b: float, names: tuple) -> str:
+    """A diploid call's fields, each value rounded to three decimals (ties
+    to even) with trailing zeros dropped, computed one value at a time."""
+    def text(x):
+        return f"{np.rint(x * 1000) / 1000:.3f}".rstrip("0").rstrip(".")
+    gp0, gp2 = (1 - a) * (1 - b), a * b
+    fields = {"GT": f"{int(a >= 0.5)}|{int(b >= 0.5)}", "DS": text(a + b), "HDS": f"{text(a)},{text(b)}",
+              "GP": ",".join(text(x) for x in (gp0, min(max(1 - gp0 - gp2, 0), 1), gp2))}
+    return ":".join(fields[n] for n in names)
+
+
+@pytest.mark.parametrize("names", [("GT", "DS", "GP"), ("GT",), ("GT", "DS"), ("GT", "HDS"), ("GT", "DS", "HDS", "GP")])
+def test_calls_near_zero_print_their_own_rounded_values(names):
+    """Most calls at rare records have P(alt) near 0 on both haplotypes and
+    are copied whole as REF|REF when every field rounds to it; those whose
+    DS, HDS or GP rounds to 0.001 must not be."""
+    rng = np.random.default_rng(11)
+    p1 = rng.random((30, 40)) * 0.0012
+    p2 = rng.random((30, 40)) * 0.0012
+    p1[:, :10] = 0.0
+    p2[:, 5:15] = 0.0
+    got = [row.split("\t") for row in genotype_columns(p1, p2, None, FormatFields(names)).rows()]
+    want = [[_reference_call(p1[v, s], p2[v, s], names) for s in range(40)] for v in range(30)]
+    assert got == want
+    if names != ("GT",):  # both kinds are there
+        hom_ref = _reference_call(0.0, 0.0, names)
+        assert 0 < sum(call != hom_ref for row in want for call in row) < 30 * 40
+
+
 @pytest.mark.parametrize("text, names", [("GT:DS:GP", ("GT", "DS", "GP")), ("gt,ds", ("GT", "DS")),
                                          ("GT", ("GT",)), ("GP:HDS:GT", ("GT", "HDS", "GP"))])
 def test_format_fields_parse_colons_or_commas_into_the_written_order(text, names):
