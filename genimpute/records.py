@@ -191,12 +191,12 @@ def _info(chunk: _Chunk, total: _Part) -> list[str]:
 
 
 def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
-                  index_of_row: dict, fixed) -> None:
+                  index_of_row: dict, fixed, batch_done=None) -> None:
     """Write the records of `chunks`, each batch of samples formatted by
     its formatter from probabilities(batch) (U, 2B) at untyped records (not
     called when the chunks hold none); with several batches, their columns
     wait in the spool until the last is done. fixed(chunk): the chunk's
-    records' fixed columns."""
+    records' fixed columns; batch_done() is called as each batch is."""
     wanted = any(not c.passed and not c.typed.all() for c in chunks)
     totals: list = [None] * len(chunks)
     for b, formatter in enumerate(formatters):
@@ -210,6 +210,8 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
             part = dataclasses.replace(part, columns=None)
             totals[c] = part if b == 0 else totals[c] + part
         del probs  # before the next batch's are made
+        if batch_done is not None:
+            batch_done()
     if spool is not None:
         for c, columns in enumerate(spool.joined(len(formatters))):
             _write_chunk(writer, chunks[c], totals[c], columns, fixed, formatters[0].fields)
@@ -261,18 +263,25 @@ def sample_batches(n_samples: int, batch_samples: int) -> list[slice]:
 
 
 class _Progress:
-    """A bar over the windows, and a log line every tenth of them for logs, where no bar is drawn."""
+    """A bar over the windows, each batch of samples in each a step of its
+    own, so that a cohort of thousands in one window shows its progress;
+    for logs, where no bar is drawn, a line every tenth of the steps and
+    at the last."""
 
-    def __init__(self, n_windows: int, shown: bool, started: float):
-        self.bar = tqdm(total=n_windows, desc="impute", unit="window", disable=not shown, file=sys.stderr)
-        self.n_windows, self.started, self.done = n_windows, started, 0
-        self.every = max(1, n_windows // 10)
+    def __init__(self, n_windows: int, n_batches: int, shown: bool, started: float):
+        self.total, self.started, self.done = n_windows * n_batches, started, 0
+        self.steps = "windows" if n_batches == 1 else \
+            f"steps ({n_windows} window{'s' * (n_windows != 1)} x {n_batches} batches of samples)"
+        self.bar = tqdm(total=self.total, desc="impute", unit="window" if n_batches == 1 else "batch",
+                        disable=not shown, file=sys.stderr)
+        self.every = max(1, self.total // 10)
 
     def step(self) -> None:
         self.done += 1
         self.bar.update(1)
-        if self.done % self.every == 0:
-            log.info("imputed %d of %d windows in %.0f s", self.done, self.n_windows, time.monotonic() - self.started)
+        if self.done % self.every == 0 or self.done == self.total:
+            log.info("imputed %d of %d %s in %.0f s", self.done, self.total, self.steps,
+                     time.monotonic() - self.started)
 
 
 class CohortRecords:
@@ -296,7 +305,7 @@ class CohortRecords:
         (M,) its panel records), window by window, each batch of samples
         imputed by probabilities(window, haplotypes); return the number of
         imputed records written."""
-        progress = _Progress(sum(len(w) for w in windows_by_contig.values()), progress, started)
+        progress = _Progress(sum(len(w) for w in windows_by_contig.values()), len(self.formatters), progress, started)
         spool = ColumnSpool(writer.path.parent) if len(self.formatters) > 1 else None
         try:
             return sum(self._write_contig(writer, spool, contig, region, in_region,
@@ -321,9 +330,9 @@ class CohortRecords:
             written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
             upto = position_of_event[int(written[-1])] + 1
             _write_chunks(writer, spool, self.formatters, _chunks(events[done:upto], n_samples),
-                          partial(probabilities, window), {r: i for i, r in enumerate(predicted.tolist())}, fixed)
+                          partial(probabilities, window), {r: i for i, r in enumerate(predicted.tolist())}, fixed,
+                          progress.step)
             done = upto
             n_imputed += len(written)
-            progress.step()
         _write_chunks(writer, spool, self.formatters, _chunks(events[done:], n_samples), None, {}, fixed)
         return n_imputed

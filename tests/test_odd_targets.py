@@ -205,3 +205,22 @@ def test_batches_of_samples_over_many_segments_write_the_bytes_of_one_batch(tmp_
             bodies.append([line for line in handle if not line.startswith("#")])
     assert summary["windows"] >= 5
     assert bodies[0] == bodies[1]
+
+
+def test_progress_counts_each_batch_of_samples_in_each_window(tmp_path, caplog):
+    """A cohort of thousands in one window is many batches: each is a step
+    of the progress, logged every tenth of them where no bar is drawn."""
+    from genimpute.config import CopyingSettings
+    from genimpute.modeldir import PRETRAINED_DIR
+
+    n_samples = len(cyvcf2.VCF(str(TARGET_PHASED)).samples)
+    batch = 4
+    n_batches = -(-n_samples // batch)
+    with caplog.at_level(logging.INFO, logger="genimpute.records"):
+        summary = impute(TARGET_PHASED, PRETRAINED_DIR, tmp_path / "out.vcf.gz", "cpu", progress=False, ref=PANEL,
+                         batch_samples=batch, copying=CopyingSettings(segment_sites=15, margin_sites=5))
+    total = summary["windows"] * n_batches
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("imputed ")]
+    assert n_batches > 1 and len(lines) >= 10
+    assert lines[-1].startswith(f"imputed {total} of {total} steps ({summary['windows']} windows x {n_batches} "
+                                "batches of samples) in ")
