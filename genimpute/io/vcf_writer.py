@@ -171,11 +171,12 @@ def _put_call(out, at, ds_on, hds_on, gp_on, a, b, haploid, gt_table, gt_lengths
 
 @nb.njit(cache=True, inline="always")
 def _prints_hom_ref(ds_on, hds_on, gp_on, a, b, haploid):
-    """Whether a call's fields (flags of DS, HDS, GP after GT) print as a
-    diploid REF|REF certain of it, as 95% of calls do at 4,000 panel
-    samples (75% with both P(alt) exactly 0): its text is then copied whole
-    (hom_ref), which halves the formatting, where table rows copied one by
-    one for each field cost more than the rounding that decides."""
+    """Whether a call's fields (flags of DS, HDS, GP after GT) print as
+    those of a diploid call certain of REF|REF, whose text is copied whole
+    (hom_ref). 95% of calls do at 4,000 panel samples, 75% with both P(alt)
+    exactly 0: deciding by the rounded values, not by exact zeros, halves
+    the formatting, as copying each field's table row costs more than the
+    rounding."""
     if haploid:
         return False
     if a == 0 and b == 0:
