@@ -134,7 +134,14 @@ class CopyingSettings:
     haplotype_offset: int = 200  # keeps the switch rate of a small panel from growing as 1 / its haplotypes
     error: float = 1e-3  # probability of showing an allele other than the copied one
     segment_sites: int = 2000  # typed sites each forward-backward imputes
-    margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads
+    margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads, at least
+    # ... and as many more as the copying model switches this many times across, on average (switch_cm), up to
+    # segment_sites / 2: the fewer its switches, the farther the sites it weighs, which a larger panel pushes out
+    margin_switches: float = 2.0
+
+    def switch_cm(self, n_haplotypes: int) -> float:
+        """cM over which the copying model switches state once on average, in a panel of n_haplotypes."""
+        return (n_haplotypes + self.haplotype_offset) / (0.04 * self.ne)
 
     def passes(self) -> tuple[tuple[int, int], ...]:
         """(neighbours, states) of each forward-backward pass whose P(alt) are averaged."""
@@ -146,6 +153,8 @@ class CopyingSettings:
                           ("segment_sites", 1), ("margin_sites", 0), ("haplotype_offset", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
+        if not self.margin_switches >= 0:
+            raise ValueError(f"copying margin_switches: expected at least 0; found {self.margin_switches}")
         if not self.ne > 0:
             raise ValueError(f"copying ne: expected a positive effective population size; found {self.ne}")
         if not 0 < self.error < 0.5:

@@ -173,6 +173,36 @@ def test_segments_cover_every_untyped_record_once_and_agree_with_one_pass():
     assert np.abs(one - split).mean() < 0.01
 
 
+def test_segments_read_the_typed_sites_within_the_copying_models_reach_of_their_ends():
+    """Either side of its core a segment reads margin_sites typed sites,
+    and farther, all those within margin_switches switches of the model
+    (in cM), so that fewer switches (a larger panel, a larger ne) read
+    farther, up to half a segment's sites."""
+    rng = np.random.default_rng(6)
+    alleles = rng.integers(0, 2, (6000, 40)).astype(np.uint8)
+    typed = np.zeros(6000, dtype=bool)
+    typed[::3] = True  # 2,000 typed sites 3e-5 cM apart
+    panel = _panel(alleles)
+    cores = range(0, 2000, 500)
+
+    def spans(**settings):
+        model = ContigModel(panel, 0, typed, CopyingSettings(segment_sites=500, margin_sites=10, **settings))
+        assert [s.core_first for s in model.segments()] == list(cores)
+        return model, [(s.first, s.last) for s in model.segments()]
+
+    assert spans(margin_switches=0)[1] == [(max(0, c - 10), min(2000, c + 510)) for c in cores]
+    settings = CopyingSettings(margin_switches=0.5, ne=6e5)
+    reach = settings.margin_switches * settings.switch_cm(40)  # 0.005 cM: 167 typed sites, under half a segment's 250
+    model, within = spans(margin_switches=0.5, ne=6e5)
+    cm = model.typed_cm
+    for (first, last), core_first in zip(within, cores):
+        assert first == 0 or cm[first - 1] < cm[core_first] - reach <= cm[first]
+        assert last == 2000 or cm[last - 1] <= cm[core_first + 499] + reach < cm[last]
+        assert first == 0 or core_first - first > 10
+    # ten times the switches' reach: capped at half a segment
+    assert spans(margin_switches=0.5, ne=6e4)[1] == [(max(0, c - 250), min(2000, c + 750)) for c in cores]
+
+
 def test_each_segment_is_indexed_on_its_own_typed_sites_and_imputes_its_records():
     """A query copying one panel haplotype gets its alleles in every segment
     (their sites numbered from the segment's first), and the index kept is
