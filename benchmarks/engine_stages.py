@@ -40,7 +40,7 @@ def main() -> None:
     panel = model.panel
     records = model._untyped_span(segment.core_first, segment.core_last)
     forward_index, backward_index, alleles, untyped = model._build(segment, *records)
-    jump_rate = copying.switch_probabilities(model.jump_cm, panel.n_haplotypes, settings.ne, settings.haplotype_offset)
+    jump_rate = copying.switch_probabilities(model.jump_cm, settings.switch_cm(panel.n_haplotypes))
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}
     sightings = timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries, np.arange(n),

@@ -79,7 +79,7 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
 def switch_rates(model, n_haplotypes: int) -> np.ndarray:
     """The engine's switch probability between each pair of neighbouring typed sites."""
     settings = model.settings
-    return copying.switch_probabilities(model.jump_cm, n_haplotypes, float(settings.ne), settings.haplotype_offset)
+    return copying.switch_probabilities(model.jump_cm, settings.switch_cm(n_haplotypes))
 
 
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:

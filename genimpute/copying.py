@@ -458,16 +458,17 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
 
 
 @nb.njit(cache=True)
-def switch_probabilities(jump_cm, n_haplotypes, ne, haplotype_offset):
+def switch_probabilities(jump_cm, switch_cm):
     """The probability of switching state between neighbouring typed sites
-    jump_cm cM apart: as Li and Stephens', rarer the more haplotypes the
-    panel has to copy from."""
-    return -np.expm1(-0.04 * ne * jump_cm / (n_haplotypes + haplotype_offset))
+    jump_cm cM apart, the model switching once per switch_cm cM on average
+    (CopyingSettings.switch_cm: as Li and Stephens', rarer the more
+    haplotypes the panel has to copy from)."""
+    return -np.expm1(-jump_cm / switch_cm)
 
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, core_first, core_last,
-                    jump_cm, passes, ne, haplotype_offset, error, untyped, n_threads):
+                    jump_cm, passes, switch_cm, error, untyped, n_threads):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
     haplotypes (queries (t, Q) int8, the segment's typed sites) at the
     untyped records of untyped[0] (none if it is empty) and at the typed
@@ -479,7 +480,7 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     n_queries, n_haplotypes, last = queries.shape[1], haplotype_alleles.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
-    jump_rate = switch_probabilities(jump_cm, n_haplotypes, ne, haplotype_offset)
+    jump_rate = switch_probabilities(jump_cm, switch_cm)
     # groups small enough that a small cohort still keeps every thread busy
     size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
@@ -597,8 +598,8 @@ class ContigModel:
         return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
                                excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
                                segment.core_first - first, segment.core_last - first,
-                               self.jump_cm[first:segment.last - 1], passes, float(s.ne),
-                               s.haplotype_offset, s.error, untyped_records, nb.get_num_threads())
+                               self.jump_cm[first:segment.last - 1], passes,
+                               s.switch_cm(self.panel.n_haplotypes), s.error, untyped_records, nb.get_num_threads())
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
         """(forward index, backward index, alleles (H, sites), untyped
