@@ -13,7 +13,7 @@ from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.vcf_reader import read_target
-from genimpute.panel import ReferencePanel, align_target, array_typed_mask
+from genimpute.panel import ReferencePanel, align_target, alt_counts, array_typed_mask
 
 ARRAY_FIELDS = ("contig_index", "positions", "packed", "alt_freq", "centimorgans")
 LIST_FIELDS = ("samples", "contig_names", "ids", "refs", "alts")
@@ -153,6 +153,16 @@ def test_alt_freq_is_mean_of_haplotypes(panel):
     assert panel.alt_freq.shape == (len(panel),)
     np.testing.assert_allclose(panel.alt_freq, haps.mean(axis=1), rtol=1e-6, atol=0)
     assert 0 < panel.alt_freq.max() <= 1
+
+
+@pytest.mark.parametrize("n_haplotypes", [1, 7, 8, 13, 64])
+@pytest.mark.parametrize("block_bytes", [1, 3, 1 << 20])
+def test_alt_counts_are_the_unpacked_sums_block_by_block(n_haplotypes, block_bytes):
+    haplotypes = (np.random.default_rng(n_haplotypes).random((11, n_haplotypes)) < 0.4).astype(np.uint8)
+    haplotypes[0] = 1  # every bit of every byte, the padding's aside
+    counts = alt_counts(np.packbits(haplotypes, axis=1), block_bytes)
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, haplotypes.sum(axis=1))
 
 
 def test_haplotypes_of_rows(panel):
