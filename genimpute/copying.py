@@ -67,15 +67,25 @@ POSTERIOR_FLOOR = np.float32(1e-5)
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 
 
-@nb.njit(cache=True)
-def pbwt_index(alleles):
+def pbwt_index(alleles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, zeros_before) of a PBWT over alleles (t, H) uint8:
     order[j] (t+1, H) the haplotypes sorted by their reversed alleles
     before site j; zeros_before[j, i] (t, H+1) the 0 alleles at site j
-    among order[j, :i]."""
+    among order[j, :i]. Both uint16 up to 65,534 haplotypes (32,767
+    samples), else int32: the two directions' arrays are most of a
+    segment's memory (2.0 GB as int32 for 4,000 typed sites of a
+    16,000-sample panel, 1.0 GB as uint16)."""
     t, n = alleles.shape
-    order = np.empty((t + 1, n), dtype=np.int32)
-    zeros_before = np.empty((t, n + 1), dtype=np.int32)
+    dtype = np.uint16 if n < np.iinfo(np.uint16).max else np.int32
+    order, zeros_before = np.empty((t + 1, n), dtype=dtype), np.empty((t, n + 1), dtype=dtype)
+    _fill_pbwt(alleles, order, zeros_before)
+    return order, zeros_before
+
+
+@nb.njit(cache=True)
+def _fill_pbwt(alleles, order, zeros_before):
+    """pbwt_index's arrays, filled in."""
+    t, n = alleles.shape
     for i in range(n):
         order[0, i] = i
     for j in range(t):
@@ -94,7 +104,6 @@ def pbwt_index(alleles):
             else:
                 order[j + 1, high] = h
                 high += 1
-    return order, zeros_before
 
 
 @nb.njit(cache=True)
@@ -607,8 +616,9 @@ class ContigModel:
         first, and of untyped records start..stop - 1. The index is built
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
-        contig's index took 19 bytes per typed site and haplotype (24 GB for
-        40,000 sites of 16,000 samples), a segment's a few percent of that.
+        contig's index takes 11 bytes per typed site and haplotype up to
+        32,767 samples, 19 beyond (14 GB for 40,000 sites of 16,000
+        samples), a segment's a few percent of that.
         The tables are built for each batch: kept from one batch to the
         next, they raised the peak memory of 10,020 targets on the
         4,000-sample panel from 0.57 to 0.69 GB (the heap, which keeps what

@@ -51,6 +51,18 @@ def test_pbwt_orders_haplotypes_by_their_reversed_prefixes():
         assert zeros_before[j].tolist() == [0, *np.cumsum(alleles[j, order[j]] == 0)]
 
 
+@pytest.mark.parametrize("n_haplotypes, dtype", [(65_534, np.uint16), (65_535, np.int32)])
+def test_pbwt_index_is_uint16_while_every_value_fits(n_haplotypes, dtype):
+    alleles = np.random.default_rng(1).integers(0, 2, (3, n_haplotypes)).astype(np.uint8)
+    alleles[0] = 0  # zeros_before's largest value, H, at the first site
+    order, zeros_before = pbwt_index(alleles)
+    assert order.dtype == zeros_before.dtype == dtype
+    for j in range(4):
+        assert np.array_equal(order[j], np.lexsort([np.arange(n_haplotypes), *alleles[:j]]))
+    for j in range(3):
+        assert np.array_equal(zeros_before[j], np.concatenate([[0], np.cumsum(alleles[j, order[j]] == 0)]))
+
+
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, offset):
     """P(alt) at the untyped records by a float64 forward-backward over every
     haplotype with full transition matrices, interpolated in cM."""
