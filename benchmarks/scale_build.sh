@@ -9,7 +9,7 @@
 #        LENGTH (bp, default 1000000), TARGETS (default 1002)
 #
 # About 1-2 minutes on 2 cores at 1 Mb; a 10 Mb region with 16,000 samples
-# takes about 27 (a 20 GB VCF written before it is compressed). Needs
+# takes about 27 minutes (a 20 GB VCF written before it is compressed). Needs
 # python3, bcftools and tabix.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
