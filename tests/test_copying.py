@@ -218,7 +218,7 @@ def test_segments_read_the_typed_sites_within_the_copying_models_reach_of_their_
 def test_each_segment_is_indexed_on_its_own_typed_sites_and_imputes_its_records():
     """A query copying one panel haplotype gets its alleles in every segment
     (their sites numbered from the segment's first), and the index kept is
-    the segment's, not the contig's (19 bytes per typed site and haplotype)."""
+    the segment's, not the contig's (11 bytes per typed site and haplotype)."""
     rng = np.random.default_rng(8)
     alleles = rng.integers(0, 2, (1200, 40)).astype(np.uint8)
     typed = rng.random(1200) < 0.3
