@@ -32,13 +32,14 @@ def contig_job(seed_dir: str, panel_samples: str, targets: str, settings: Copyin
     sites) of a scale-series job, the engine set to one thread."""
     panel = read_reference(f"{seed_dir}/panel.{panel_samples}.gpanel")
     aln = align_target(panel, read_target(f"{seed_dir}/targets.{targets}.vcf.gz"), source="targets")
-    model = ContigModel(panel, 0, aln.typed_records(len(panel)), settings)
+    typed = aln.typed_records(len(panel))
+    model = ContigModel(panel, 0, typed, settings)
+    segments = model.segments()
     numba.set_num_threads(1)
     queries = np.ascontiguousarray(aln.alleles_at(model.typed_rows), dtype=np.int8)
-    # numba compiles on a model of its own, whose last segment's index is then not the first one timed
-    ContigModel(panel, 0, aln.typed_records(len(panel)), settings).probabilities(
-        model.segments()[-1], queries[:, :4], np.full(4, -1, dtype=np.int64))
-    return model, model.segments(), queries
+    # numba compiles on a model of its own, whose index is then not the first one timed
+    ContigModel(panel, 0, typed, settings).probabilities(segments[-1], queries[:, :4], np.full(4, -1, dtype=np.int64))
+    return model, segments, queries
 
 
 def one_segment_job(seed_dir: str, panel_samples: str, targets: str, settings: CopyingSettings) -> tuple:
