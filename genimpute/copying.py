@@ -287,7 +287,7 @@ def _forward(state_alleles, query, first, jump_rate, error):
 
 
 @nb.njit(cache=True, parallel=True)
-def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
+def _scan_minor(packed, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
     """Advance cursor[h] once for each record r whose minor allele haplotype
     h carries, records ascending, first writing r to hap_records[cursor[h]]
     unless hap_records is empty (a count). Each of n_strips threads reads
@@ -297,10 +297,10 @@ def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records
     n_bytes = packed.shape[1]
     width = (n_bytes + n_strips - 1) // n_strips
     for strip in nb.prange(n_strips):
-        for r in range(len(records)):
+        for r in range(len(packed)):
             flip = 0 if minor_is_alt[r] else 255
             for byte in range(strip * width, min(n_bytes, (strip + 1) * width)):
-                value = packed[records[r], byte] ^ flip
+                value = packed[r, byte] ^ flip
                 if value == 0:
                     continue
                 for bit in range(8):
@@ -312,12 +312,12 @@ def _scan_minor(packed, records, n_haplotypes, minor_is_alt, cursor, hap_records
 
 
 @nb.njit(cache=True)
-def minor_alleles(packed, records, n_haplotypes, minor_is_alt, n_strips):
-    """(hap_starts (H + 1,), hap_records, alt_major) of records (packed
-    panel rows; minor_is_alt: which allele of each is the minor one): the
-    records whose minor allele haplotype h carries,
+def minor_alleles(packed, n_haplotypes, minor_is_alt, n_strips):
+    """(hap_starts (H + 1,), hap_records, alt_major) of records (their
+    packed panel rows; minor_is_alt: which allele of each is the minor one):
+    the records whose minor allele haplotype h carries,
     hap_records[hap_starts[h]:hap_starts[h + 1]] ascending, and the records
-    whose minor allele is REF (numbered by position in `records`).
+    whose minor allele is REF (numbered by row of `packed`).
 
     A haplotype carries the minor allele of a few hundred records per Mb
     whatever the panel's size (the sum of their frequencies), so summing a
@@ -326,11 +326,11 @@ def minor_alleles(packed, records, n_haplotypes, minor_is_alt, n_strips):
     (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
     The lists are built in n_strips threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
-    _scan_minor(packed, records, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32), n_strips)
+    _scan_minor(packed, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32), n_strips)
     hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
     hap_starts[1:] = np.cumsum(counts)
     hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
-    _scan_minor(packed, records, n_haplotypes, minor_is_alt, hap_starts[:-1].copy(), hap_records, n_strips)
+    _scan_minor(packed, n_haplotypes, minor_is_alt, hap_starts[:-1].copy(), hap_records, n_strips)
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
 
 
@@ -650,7 +650,7 @@ class ContigModel:
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
         return (records, self.weights[start:stop], record_gap, gap_first,
-                *minor_alleles(self.panel.packed, records, self.panel.n_haplotypes, minor_is_alt,
+                *minor_alleles(self.panel.packed[records], self.panel.n_haplotypes, minor_is_alt,
                                nb.get_num_threads()))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:

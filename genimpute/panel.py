@@ -15,6 +15,7 @@ from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
+from genimpute.io.npz_rows import NpzRows, write_npz
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,9 @@ def alt_counts(packed: np.ndarray, block_bytes: int = 64 << 20) -> np.ndarray:
 
 @dataclass
 class ReferencePanel:
-    """Phased biallelic haplotypes, bit-packed per record (variant-major)."""
+    """Phased biallelic haplotypes, bit-packed per record (variant-major):
+    in memory when read from a VCF, read a few records at a time from a
+    compact panel's file (genimpute.io.npz_rows)."""
 
     samples: list
     contig_names: list  # contig names as written in the panel, in file order
@@ -58,7 +61,7 @@ class ReferencePanel:
     ids: list
     refs: list
     alts: list
-    packed: np.ndarray  # (M, ceil(H/8)) uint8
+    packed: np.ndarray | NpzRows  # (M, ceil(H/8)) uint8, rows read by indexing
     alt_freq: np.ndarray  # (M,) float32 alt allele frequency in the panel
     # (M,) float64 genetic positions, cM: from a genetic map (with_genetic_map), else 1 cM per Mb
     centimorgans: np.ndarray | None = None
@@ -120,17 +123,25 @@ class ReferencePanel:
         directory paired with a different panel."""
         h = hashlib.sha256()
         parts = (self.contig_names, self.samples, self.refs, self.alts)
-        for part in (*map(_join, parts), self.contig_index, self.positions, self.packed):
+        for part in (*map(_join, parts), self.contig_index, self.positions):
             data = np.ascontiguousarray(part).tobytes()
             h.update(len(data).to_bytes(8, "little"))  # length prefix: no two splits hash alike
             h.update(data)
+        h.update((self.packed.shape[0] * self.packed.shape[1]).to_bytes(8, "little"))
+        for block in self.packed_blocks():
+            h.update(block.tobytes())
         return h.hexdigest()
+
+    def packed_blocks(self, block_bytes: int = 64 << 20):
+        """The packed records, a block of records at a time."""
+        step = max(1, block_bytes // max(1, self.packed.shape[1]))
+        for start in range(0, len(self.packed), step):
+            yield self.packed[start:start + step]
 
     # --- persistence -----------------------------------------------------
     def save(self, path: str | Path) -> None:
         with open(path, "wb") as handle:
-            np.savez(
-                handle,
+            write_npz(handle, dict(
                 format=np.array(COMPACT_FORMAT),
                 samples=_join(self.samples),
                 contig_names=_join(self.contig_names),
@@ -139,10 +150,9 @@ class ReferencePanel:
                 ids=_join(self.ids),
                 refs=_join(self.refs),
                 alts=_join(self.alts),
-                packed=self.packed,
                 alt_freq=self.alt_freq,
                 centimorgans=self.centimorgans,
-            )
+            ), dict(packed=(self.packed.shape, np.uint8, self.packed_blocks())))
 
     @classmethod
     def load(cls, path: str | Path, centimorgans_optional: bool = False) -> "ReferencePanel":
@@ -160,7 +170,7 @@ class ReferencePanel:
                     ids=_split(z["ids"]),
                     refs=_split(z["refs"]),
                     alts=_split(z["alts"]),
-                    packed=z["packed"],
+                    packed=NpzRows(path, "packed"),
                     alt_freq=z["alt_freq"],
                     centimorgans=z["centimorgans"] if "centimorgans" in z or not centimorgans_optional else None,
                 )

@@ -324,7 +324,7 @@ def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(n_strips
     alleles = (rng.random((50, 53)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 53: a ragged last byte
     records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
     minor_is_alt = 2 * alleles[records].sum(axis=1) <= 53
-    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles, axis=1), records, 53, minor_is_alt,
+    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles[records], axis=1), 53, minor_is_alt,
                                                        n_strips)
     assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])

@@ -1,0 +1,99 @@
+"""A .npz array read by rows from its file, and .npz files written with an array streamed in blocks."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import numpy as np
+import pytest
+from paths import PANEL
+
+from genimpute.errors import CheckpointError
+from genimpute.io.npz_rows import NpzRows, write_npz
+from genimpute.panel import ReferencePanel, read_reference
+
+ROWS = np.random.default_rng(3).integers(0, 256, size=(500, 37), dtype=np.uint8)
+
+
+@pytest.fixture()
+def stored(tmp_path):
+    path = tmp_path / "rows.npz"
+    np.savez(path, small=np.arange(4), rows=ROWS)
+    return path
+
+
+@pytest.mark.parametrize("rows", [
+    slice(None), slice(10, 20), slice(480, 600), slice(0, 0), slice(None, None, 7),
+    [5, 3, 3, 499, 0, 1, 2],  # unsorted and repeated
+    [0, 1, 2, 3, 200, 201, 499],  # runs of consecutive rows
+    [],
+])
+def test_rows_read_from_the_file_are_those_of_the_array(stored, rows):
+    np.testing.assert_array_equal(NpzRows(stored, "rows")[rows if isinstance(rows, slice) else np.array(rows, dtype=int)],
+                                  ROWS[rows])
+
+
+def test_an_integer_or_a_mask_indexes_as_in_numpy(stored):
+    rows = NpzRows(stored, "rows")
+    np.testing.assert_array_equal(rows[7], ROWS[7])
+    mask = ROWS[:, 0] > 100
+    np.testing.assert_array_equal(rows[mask], ROWS[mask])
+    assert rows.shape == ROWS.shape and len(rows) == len(ROWS) and rows.dtype == ROWS.dtype
+    with pytest.raises(IndexError):
+        rows[np.array([500])]
+
+
+def test_streamed_blocks_write_a_file_numpy_reads(tmp_path):
+    path = tmp_path / "out.npz"
+    with open(path, "wb") as handle:
+        write_npz(handle, {"small": np.arange(4)}, {"rows": (ROWS.shape, np.uint8, [ROWS[:123], ROWS[123:]])})
+    with np.load(path) as z:
+        np.testing.assert_array_equal(z["rows"], ROWS)
+        np.testing.assert_array_equal(z["small"], np.arange(4))
+    np.testing.assert_array_equal(NpzRows(path, "rows")[[4, 400]], ROWS[[4, 400]])
+
+
+@pytest.mark.parametrize("blocks", [[ROWS[:100]], [ROWS, ROWS[:1]], [ROWS[:, :5]]])
+def test_blocks_that_do_not_fill_the_shape_are_refused(tmp_path, blocks):
+    with open(tmp_path / "out.npz", "wb") as handle, pytest.raises(ValueError, match="rows"):
+        write_npz(handle, {}, {"rows": (ROWS.shape, np.uint8, blocks)})
+
+
+def test_a_compressed_member_or_a_file_changed_in_use_is_refused(tmp_path, stored):
+    compressed = tmp_path / "compressed.npz"
+    np.savez_compressed(compressed, rows=ROWS)
+    with pytest.raises(ValueError, match="uncompressed"):
+        NpzRows(compressed, "rows")
+    rows = NpzRows(stored, "rows")
+    with open(stored, "ab") as handle:
+        handle.write(b"more")
+    with pytest.raises(CheckpointError, match="changed while in use"):
+        rows[[1]]
+
+
+def test_a_truncated_member_is_refused(tmp_path, stored):
+    data = stored.read_bytes()
+    with zipfile.ZipFile(stored) as archive:
+        end = archive.getinfo("rows.npy").header_offset + 200  # inside the rows
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(data[:end])
+    with pytest.raises((ValueError, zipfile.BadZipFile)):
+        NpzRows(cut, "rows")
+
+
+def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
+    panel = ReferencePanel.from_vcf(PANEL)
+    path = tmp_path / "panel.gpanel"
+    panel.save(path)
+    loaded = read_reference(path)
+    assert isinstance(loaded.packed, NpzRows)  # not read whole
+    rows = np.array([0, 2, 3, len(panel) - 1])
+    np.testing.assert_array_equal(loaded.haplotypes(rows), panel.haplotypes(rows))
+    assert loaded.fingerprint() == panel.fingerprint()
+    again = tmp_path / "again.gpanel"
+    loaded.save(again)  # a panel read from a file saves as the one read from the VCF
+    assert again.read_bytes() == path.read_bytes()
+    os.utime(path, ns=(0, 0))
+    with pytest.raises(CheckpointError, match="changed while in use"):
+        loaded.haplotypes(rows)
