@@ -15,7 +15,7 @@ from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
-from genimpute.io.npz_rows import NpzRows, write_npz
+from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def alt_counts(packed: np.ndarray, block_bytes: int = 64 << 20) -> np.ndarray:
 class ReferencePanel:
     """Phased biallelic haplotypes, bit-packed per record (variant-major):
     in memory when read from a VCF, read a few records at a time from a
-    compact panel's file (genimpute.io.npz_rows)."""
+    compact panel's file (genimpute.io.file_rows)."""
 
     samples: list
     contig_names: list  # contig names as written in the panel, in file order
@@ -61,7 +61,7 @@ class ReferencePanel:
     ids: list
     refs: list
     alts: list
-    packed: np.ndarray | NpzRows  # (M, ceil(H/8)) uint8, rows read by indexing
+    packed: np.ndarray | FileRows  # (M, ceil(H/8)) uint8, rows read by indexing
     alt_freq: np.ndarray  # (M,) float32 alt allele frequency in the panel
     # (M,) float64 genetic positions, cM: from a genetic map (with_genetic_map), else 1 cM per Mb
     centimorgans: np.ndarray | None = None
@@ -98,8 +98,9 @@ class ReferencePanel:
         )
 
     @classmethod
-    def from_vcf(cls, path: str | Path) -> "ReferencePanel":
-        return cls.from_data(read_panel(path))
+    def from_vcf(cls, path: str | Path, packed=None) -> "ReferencePanel":
+        """The panel of a VCF/BCF; `packed`: where its packed records go (genimpute.io.vcf_reader.read_panel)."""
+        return cls.from_data(read_panel(path, packed))
 
     def with_genetic_map(self, genetic_map: str | Path | GeneticMap) -> "ReferencePanel":
         """The panel with the genetic positions of a map (a file, read once,
@@ -170,7 +171,7 @@ class ReferencePanel:
                     ids=_split(z["ids"]),
                     refs=_split(z["refs"]),
                     alts=_split(z["alts"]),
-                    packed=NpzRows(path, "packed"),
+                    packed=npz_rows(path, "packed"),
                     alt_freq=z["alt_freq"],
                     centimorgans=z["centimorgans"] if "centimorgans" in z or not centimorgans_optional else None,
                 )
@@ -183,20 +184,26 @@ class ReferencePanel:
 def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Path | None = None,
                        force: bool = False) -> ReferencePanel:
     """Read a panel VCF/BCF (placed in cM by `genetic_map`, if given) and
-    write it as a compact panel for read_reference, whole or not at all."""
+    write it as a compact panel for read_reference, whole or not at all.
+    The packed records are spooled to a temporary file beside it as they
+    are read, then copied into it: memory holds the records' descriptions
+    and a block of records."""
     path = Path(path)
     if path.exists() and not force:
         raise InputError(f"{path} exists; use --force to overwrite it")
-    panel = ReferencePanel.from_vcf(vcf)
     if genetic_map is not None:
-        panel = panel.with_genetic_map(genetic_map)
+        genetic_map = GeneticMap(genetic_map)  # read before the panel: a bad map stops the run at once
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        panel.save(tmp)
+        with RowSpool(path.parent) as spool:
+            panel = ReferencePanel.from_vcf(vcf, spool)
+            if genetic_map is not None:
+                panel = panel.with_genetic_map(genetic_map)
+            panel.save(tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
-    return panel
+    return read_reference(path)
 
 
 def read_reference(path: str | Path) -> ReferencePanel:

@@ -15,6 +15,7 @@ from tools import run_tool
 from genimpute.errors import InputError
 from genimpute.io.array_list import ArraySites, read_array_list
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.file_rows import FileRows, RowSpool
 from genimpute.io.vcf_reader import ABSENT, MISSING, read_panel, read_target
 
 
@@ -520,13 +521,29 @@ def test_the_text_reader_of_common_panels_reads_what_htslib_reads(tmp_path, monk
 
     path = _panel_variant(tmp_path, edit)
     fast = read_panel(path)
-    assert (vcf_reader._read_common_panel(path, fast.samples) is None) == (edit is not None)
+    assert (vcf_reader._read_common_panel(path, fast.samples, vcf_reader.PackedBlocks()) is None) == (edit is not None)
     monkeypatch.setattr(vcf_reader, "_read_common_panel", lambda *args: None)
     slow = read_panel(path)
     assert fast.samples == slow.samples and fast.n_haplotypes == slow.n_haplotypes
     assert np.array_equal(fast.packed, slow.packed) and np.array_equal(fast.records.positions, slow.records.positions)
     for name in ("contigs", "ids", "refs", "alts"):
         assert getattr(fast.records, name) == getattr(slow.records, name)
+
+
+@pytest.mark.parametrize("edit", [None, lambda c: c[:4] + ["G,T"] + c[5:]])
+def test_a_panel_spooled_to_a_file_reads_as_one_in_memory(tmp_path, monkeypatch, edit):
+    from genimpute.io import vcf_reader
+
+    path = _panel_variant(tmp_path, edit)
+    in_memory = read_panel(path)
+    monkeypatch.setattr(vcf_reader, "_TEXT_BLOCK", 64)  # records spooled before the one that is not common
+    with RowSpool(tmp_path) as spool:
+        spooled = read_panel(path, spool)
+        assert isinstance(spooled.packed, FileRows)
+        np.testing.assert_array_equal(spooled.packed[:], in_memory.packed)
+    assert spooled.records.alts == in_memory.records.alts
+    np.testing.assert_array_equal(spooled.records.positions, in_memory.records.positions)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # the spool left nothing behind
 
 
 def test_the_text_reader_stops_at_the_same_records_as_htslib(tmp_path):

@@ -13,7 +13,7 @@ from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.vcf_reader import read_target
-from genimpute.panel import ReferencePanel, align_target, alt_counts, array_typed_mask
+from genimpute.panel import ReferencePanel, align_target, alt_counts, array_typed_mask, convert_to_compact
 
 ARRAY_FIELDS = ("contig_index", "positions", "packed", "alt_freq", "centimorgans")
 LIST_FIELDS = ("samples", "contig_names", "ids", "refs", "alts")
@@ -109,6 +109,13 @@ def test_save_load_round_trip(panel, saved):
         assert getattr(loaded, name) == getattr(panel, name), name
     assert loaded.fingerprint() == panel.fingerprint()
     assert len(loaded) == len(panel) and loaded.n_haplotypes == panel.n_haplotypes
+
+
+def test_a_panel_converted_through_a_spool_is_the_panel_of_its_vcf(panel, tmp_path):
+    converted = convert_to_compact(PANEL, tmp_path / "panel.gpanel")
+    assert converted.fingerprint() == panel.fingerprint()
+    np.testing.assert_array_equal(converted.alt_freq, panel.alt_freq)
+    assert [p.name for p in tmp_path.iterdir()] == ["panel.gpanel"]  # neither spool nor partial file left
 
 
 def test_save_writes_exactly_the_given_path(panel, tmp_path):

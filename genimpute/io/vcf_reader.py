@@ -39,8 +39,29 @@ class Records:
 class PanelData:
     samples: list
     records: Records
-    packed: np.ndarray  # (M, ceil(H/8)) uint8, np.packbits of each record's haplotypes
+    packed: np.ndarray  # (M, ceil(H/8)) uint8, np.packbits of each record's haplotypes (or FileRows of them)
     n_haplotypes: int
+
+
+class PackedBlocks:
+    """Where read_panel puts the packed records, block after block: kept in
+    memory (rows(): one array). genimpute.io.file_rows.RowSpool, with the
+    same methods, puts them in a file instead."""
+
+    def __init__(self):
+        self.blocks: list = []
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.blocks)
+
+    def append(self, block: np.ndarray) -> None:
+        self.blocks.append(block)
+
+    def reset(self) -> None:
+        self.blocks = []
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.blocks)
 
 
 @dataclass
@@ -224,22 +245,25 @@ class _SortCheck:
         self.pos = pos
 
 
-def read_panel(path: str | Path) -> PanelData:
+def read_panel(path: str | Path, packed=None) -> PanelData:
     """Read a phased reference panel into biallelic records: a multi-allelic
     record becomes one record per ALT at its position (allele 1 = that ALT,
     anything else 0), as `bcftools norm -m -any` splits it. Unphased
-    heterozygous or missing calls are rejected."""
+    heterozygous or missing calls are rejected. `packed`: where the packed
+    records go (PackedBlocks by default, or a RowSpool)."""
+    packed = PackedBlocks() if packed is None else packed
     vcf = open_vcf(path)
     samples = list(vcf.samples)
     if not samples:
         raise InputError(f"{path}: expected samples with genotypes; found none")
-    common = _read_common_panel(path, samples)
+    common = _read_common_panel(path, samples, packed)
     if common is not None:
         vcf.close()
         return common
+    packed.reset()  # the records read before the first that is not of the common kind
     n_hap = 2 * len(samples)
     rec_fields = Records([], [], [], [], [])
-    positions, packed = [], []
+    positions = []
     check_sorted = _SortCheck(path)
     skipped_monomorphic = split = 0
     block = _PanelBlock(path, samples)
@@ -264,16 +288,16 @@ def read_panel(path: str | Path) -> PanelData:
         log.warning("%s: skipped %d records without an ALT allele", path, skipped_monomorphic)
     if split:
         log.info("%s: split %d multi-allelic records into one record per ALT allele", path, split)
-    if not packed:
+    if not len(packed):
         raise InputError(f"{path}: expected biallelic variant records; found none")
     rec_fields.positions = np.asarray(positions, dtype=np.int64)
-    return PanelData(samples, rec_fields, np.concatenate(packed), n_hap)
+    return PanelData(samples, rec_fields, packed.rows(), n_hap)
 
 
 _TEXT_BLOCK = 32 << 20  # bytes of VCF text parsed at a time by _read_common_panel
 
 
-def _read_common_panel(path: str | Path, samples: list) -> PanelData | None:
+def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | None:
     """The common reference panel, read from its text without htslib, three
     times faster: bgzipped (or plain) VCF, sorted, every record biallelic
     with FORMAT GT alone and every call a phased diploid 0|0, 0|1, 1|0 or
@@ -285,7 +309,7 @@ def _read_common_panel(path: str | Path, samples: list) -> PanelData | None:
         packed_file = raw.read(2) == b"\x1f\x8b"
     width = 4 * len(samples) - 1  # "a|b" and a tab per sample, no tab after the last
     fields = Records([], [], [], [], [])
-    positions, packed = [], []
+    positions = []
     check_sorted = _SortCheck(path)
     try:
         with (gzip.open(path, "rb") if packed_file else open(path, "rb")) as handle:
@@ -306,10 +330,10 @@ def _read_common_panel(path: str | Path, samples: list) -> PanelData | None:
                     break
     except (OSError, EOFError, ValueError, UnicodeDecodeError):  # BCF, a truncated file...: htslib says what
         return None
-    if not packed:
+    if not len(packed):
         return None
     fields.positions = np.asarray(positions, dtype=np.int64)
-    return PanelData(samples, fields, np.concatenate(packed), 2 * len(samples))
+    return PanelData(samples, fields, packed.rows(), 2 * len(samples))
 
 
 def _common_records(lines: list, width: int, fields: Records, positions: list, check_sorted) -> np.ndarray | None:

@@ -10,7 +10,7 @@ import pytest
 from paths import PANEL
 
 from genimpute.errors import CheckpointError
-from genimpute.io.npz_rows import NpzRows, write_npz
+from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
 from genimpute.panel import ReferencePanel, read_reference
 
 ROWS = np.random.default_rng(3).integers(0, 256, size=(500, 37), dtype=np.uint8)
@@ -30,12 +30,12 @@ def stored(tmp_path):
     [],
 ])
 def test_rows_read_from_the_file_are_those_of_the_array(stored, rows):
-    np.testing.assert_array_equal(NpzRows(stored, "rows")[rows if isinstance(rows, slice) else np.array(rows, dtype=int)],
+    np.testing.assert_array_equal(npz_rows(stored, "rows")[rows if isinstance(rows, slice) else np.array(rows, dtype=int)],
                                   ROWS[rows])
 
 
 def test_an_integer_or_a_mask_indexes_as_in_numpy(stored):
-    rows = NpzRows(stored, "rows")
+    rows = npz_rows(stored, "rows")
     np.testing.assert_array_equal(rows[7], ROWS[7])
     mask = ROWS[:, 0] > 100
     np.testing.assert_array_equal(rows[mask], ROWS[mask])
@@ -51,7 +51,7 @@ def test_streamed_blocks_write_a_file_numpy_reads(tmp_path):
     with np.load(path) as z:
         np.testing.assert_array_equal(z["rows"], ROWS)
         np.testing.assert_array_equal(z["small"], np.arange(4))
-    np.testing.assert_array_equal(NpzRows(path, "rows")[[4, 400]], ROWS[[4, 400]])
+    np.testing.assert_array_equal(npz_rows(path, "rows")[[4, 400]], ROWS[[4, 400]])
 
 
 @pytest.mark.parametrize("blocks", [[ROWS[:100]], [ROWS, ROWS[:1]], [ROWS[:, :5]]])
@@ -64,8 +64,8 @@ def test_a_compressed_member_or_a_file_changed_in_use_is_refused(tmp_path, store
     compressed = tmp_path / "compressed.npz"
     np.savez_compressed(compressed, rows=ROWS)
     with pytest.raises(ValueError, match="uncompressed"):
-        NpzRows(compressed, "rows")
-    rows = NpzRows(stored, "rows")
+        npz_rows(compressed, "rows")
+    rows = npz_rows(stored, "rows")
     with open(stored, "ab") as handle:
         handle.write(b"more")
     with pytest.raises(CheckpointError, match="changed while in use"):
@@ -79,7 +79,7 @@ def test_a_truncated_member_is_refused(tmp_path, stored):
     cut = tmp_path / "cut.npz"
     cut.write_bytes(data[:end])
     with pytest.raises((ValueError, zipfile.BadZipFile)):
-        NpzRows(cut, "rows")
+        npz_rows(cut, "rows")
 
 
 def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
@@ -87,7 +87,7 @@ def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
     path = tmp_path / "panel.gpanel"
     panel.save(path)
     loaded = read_reference(path)
-    assert isinstance(loaded.packed, NpzRows)  # not read whole
+    assert isinstance(loaded.packed, FileRows)  # not read whole
     rows = np.array([0, 2, 3, len(panel) - 1])
     np.testing.assert_array_equal(loaded.haplotypes(rows), panel.haplotypes(rows))
     assert loaded.fingerprint() == panel.fingerprint()
