@@ -266,23 +266,25 @@ def _emit(state_alleles, query, i, error, out):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _forward(state_alleles, query, first, jump_rate, error):
-    """(sites, K) normalised forward probabilities over typed sites first .. first + sites - 1."""
-    n, k = state_alleles.shape
-    out = np.empty((n, k), dtype=np.float32)
+def _forward(state_alleles, query, jump_rate, error, lo, hi):
+    """(hi - lo, K) normalised forward probabilities at typed sites lo .. hi - 1
+    (the sweep starts at site 0 and stops there)."""
+    k = state_alleles.shape[1]
+    out = np.empty((hi - lo, k), dtype=np.float32)
     previous = np.zeros(k, dtype=np.float32)
     emit = np.empty(k, dtype=np.float32)
-    for i in range(n):
-        _emit(state_alleles, query[first + i], i, error, emit)
+    for i in range(hi):
+        _emit(state_alleles, query[i], i, error, emit)
         stay, jump = (np.float32(0.0), np.float32(1.0 / k)) if i == 0 else \
-            (np.float32(1.0 - jump_rate[first + i - 1]), np.float32(jump_rate[first + i - 1] / k))
+            (np.float32(1.0 - jump_rate[i - 1]), np.float32(jump_rate[i - 1] / k))
         total = np.float32(0.0)
         for s in range(k):
             previous[s] = (stay * previous[s] + jump) * emit[s]
             total += previous[s]
         for s in range(k):
             previous[s] /= total
-            out[i, s] = previous[s]
+        if i >= lo:
+            out[i - lo] = previous
     return out
 
 
@@ -343,14 +345,15 @@ def _sides(gap, last):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _add_sides(out_column, r, record_gap, weights, posterior, slot, start, end, last):
+def _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, end, last):
     """Add to record r's P(minor) the state's posterior at each typed site
-    either side of it (_sides) that lies in [start, end), weighted."""
+    either side of it (_sides) that lies in [start, end), weighted
+    (posterior's rows: typed sites lo ..)."""
     left, right = _sides(record_gap[r], last)
     if start <= left < end:
-        out_column[r] += (1 - weights[r]) * posterior[left, slot]
+        out_column[r] += (1 - weights[r]) * posterior[left - lo, slot]
     if start <= right < end:
-        out_column[r] += weights[r] * posterior[right, slot]
+        out_column[r] += weights[r] * posterior[right - lo, slot]
 
 
 @nb.njit(cache=True, fastmath=FAST)
@@ -368,7 +371,10 @@ def _block_maxima(posterior):
 
 @nb.njit(cache=True)
 def _negligible(maxima, slot, first, last):
-    """Whether the state's posterior stays below POSTERIOR_FLOOR at typed sites [first, last]."""
+    """Whether the state's posterior stays below POSTERIOR_FLOOR at rows
+    [first, last] of the posteriors (none, if last < first)."""
+    if last < first:
+        return True
     for b in range(first // MAXIMA_BLOCK, last // MAXIMA_BLOCK + 1):
         if maxima[b, slot] >= POSTERIOR_FLOOR:
             return False
@@ -376,70 +382,79 @@ def _negligible(maxima, slot, first, last):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_untyped(untyped, segments, posterior, last, out_column):
+def _impute_untyped(untyped, segments, posterior, lo, last, out_column):
     """Write each untyped record's P(alt) to out_column (zeros): the
-    posteriors at the typed sites either side (_sides), interpolated by the
-    record's weight (0 at the left site, 1 at the right), summed over the
-    states that carry its minor allele (minor_alleles) at that site (a
-    composite state may copy another haplotype at each), and taken from 1
-    where that allele is REF. A state's segment is skipped where its
-    posterior stays below POSTERIOR_FLOOR from the typed site before the
-    segment to the one after it (all the sites its records read, and two more)."""
+    posteriors (rows: typed sites lo .., as far as the records read) at the
+    typed sites either side (_sides), interpolated by the record's weight (0
+    at the left site, 1 at the right), summed over the states that carry
+    its minor allele (minor_alleles) at that site (a composite state may
+    copy another haplotype at each), and taken from 1 where that allele is
+    REF. A state's segment is skipped where its posterior stays below
+    POSTERIOR_FLOOR from the typed site before the segment to the one after
+    it, of those the posteriors hold (all the sites its records read, and
+    two more)."""
     weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
     maxima = _block_maxima(posterior)
     for e in range(segments.shape[1]):
         slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
-        if _negligible(maxima, slot, max(start - 1, 0), min(end, last - 1)):
+        if _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, last - 1, lo + len(posterior) - 1) - lo):
             continue
         low, high = hap_starts[h], hap_starts[h + 1]
         i = low + np.searchsorted(hap_records[low:high], gap_first[start])
         # gap `start`, where the left site may be another state's: its records one by one
         while i < high and hap_records[i] < gap_first[start + 1]:
-            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, slot, start, end, last)
+            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
             i += 1
         # gaps start + 1 .. end - 1, both sites in the segment: the bulk, with no tests
         while i < high and hap_records[i] < gap_first[end]:
             r = hap_records[i]
             left, right = _sides(record_gap[r], last)
-            out_column[r] += (1 - weights[r]) * posterior[left, slot] + weights[r] * posterior[right, slot]
+            out_column[r] += (1 - weights[r]) * posterior[left - lo, slot] + weights[r] * posterior[right - lo, slot]
             i += 1
         # gap `end`, where the right site may be another state's
         while i < high and hap_records[i] < gap_first[end + 1]:
-            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, slot, start, end, last)
+            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
             i += 1
     for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
         out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _posteriors(state_alleles, query, first, jump_rate, error):
-    """(sites, K) normalised posteriors over typed sites first .. first +
-    sites - 1: the backward sweep turns the forward probabilities into them
-    in place."""
+def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
+    """(hi - lo, K) normalised posteriors at typed sites lo .. hi - 1 of a
+    forward-backward over all the sites of state_alleles: the backward
+    sweep turns the forward probabilities into them in place. Those are the
+    sites a segment's core reads; its margins only carry the sweeps to it,
+    the forward one's from the left, the backward one's from the right, so
+    neither sweeps the far margin (the margins are as long as the core at
+    16,000 samples)."""
     n, k = state_alleles.shape
-    posterior = _forward(state_alleles, query, first, jump_rate, error)
+    posterior = _forward(state_alleles, query, jump_rate, error, lo, hi)
     backward = np.ones(k, dtype=np.float32)
     emit = np.empty(k, dtype=np.float32)
-    for i in range(n - 1, -1, -1):
+    for i in range(n - 1, lo - 1, -1):
         if i < n - 1:  # backward to site i from site i + 1
-            _emit(state_alleles, query[first + i + 1], i + 1, error, emit)
+            _emit(state_alleles, query[i + 1], i + 1, error, emit)
             total = np.float32(0.0)
             for s in range(k):
                 emit[s] *= backward[s]
                 total += emit[s]
-            rate = jump_rate[first + i]
+            rate = jump_rate[i]
             stay, jump, scale = np.float32(1.0 - rate), np.float32(rate / k * total), np.float32(0.0)
             for s in range(k):
                 backward[s] = stay * emit[s] + jump
                 scale += backward[s]
             for s in range(k):
                 backward[s] /= scale
+        if i >= hi:
+            continue
+        row = posterior[i - lo]
         total = np.float32(0.0)
         for s in range(k):
-            posterior[i, s] *= backward[s]
-            total += posterior[i, s]
+            row[s] *= backward[s]
+            total += row[s]
         for s in range(k):
-            posterior[i, s] /= total
+            row[s] /= total
     return posterior
 
 
@@ -454,16 +469,17 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
     the query has no call into typed_column (core_last - core_first,),
     core_first first."""
     state_alleles = _state_alleles(haplotype_alleles, segments, n_states, last)
-    posterior = _posteriors(state_alleles, query, 0, jump_rate, error)
+    # the sites the core's gaps read: its own and the one after it
+    posterior = _posteriors(state_alleles, query, jump_rate, error, core_first, min(core_last + 1, last))
     for j in range(core_first, core_last):
         if query[j] < 0:
             alt = 0.0
             for s in range(n_states):
-                alt += posterior[j, s] * state_alleles[j, s]
+                alt += posterior[j - core_first, s] * state_alleles[j, s]
             typed_column[j - core_first] = alt
     if not len(out_column):  # typed sites only
         return
-    _impute_untyped(untyped, segments, posterior, last, out_column)
+    _impute_untyped(untyped, segments, posterior, core_first, last, out_column)
 
 
 @nb.njit(cache=True)

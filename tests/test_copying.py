@@ -425,3 +425,19 @@ def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted():
     assert used == n_states and (copied >= 0).all()
     for j in range(t):
         assert set(sightings[j]) <= set(copied[j].tolist())
+
+
+def test_posteriors_of_some_sites_are_those_rows_of_all_the_sites():
+    """The core's posteriors need neither sweep across the far margin."""
+    from genimpute.copying import _posteriors
+
+    rng = np.random.default_rng(8)
+    states = rng.integers(0, 2, (60, 9)).astype(np.uint8)
+    query = states[:, 2].astype(np.int8)
+    query[::7] ^= 1
+    query[5] = -1  # no call
+    jump = rng.uniform(0.001, 0.05, 59).astype(np.float32)
+    every = _posteriors(states, query, jump, 0.01, 0, 60)
+    for lo, hi in ((0, 60), (10, 41), (0, 1), (59, 60), (20, 21)):
+        np.testing.assert_array_equal(_posteriors(states, query, jump, 0.01, lo, hi), every[lo:hi])
+    np.testing.assert_allclose(every.sum(axis=1), 1, rtol=1e-5)

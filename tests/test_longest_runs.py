@@ -32,7 +32,7 @@ def test_uniform_landing_is_the_engines_forward_backward():
     query[::9] ^= 1  # a few sites copied with an error
     jump = rng.uniform(0.001, 0.05, 49)
     uniform = weighted_posteriors(states, query, jump, 0.01, np.ones(states.shape))
-    np.testing.assert_allclose(uniform, _posteriors(states, query, 0, jump.astype(np.float32), 0.01), atol=1e-5)
+    np.testing.assert_allclose(uniform, _posteriors(states, query, jump.astype(np.float32), 0.01, 0, len(query)), atol=1e-5)
     favoured = np.ones(states.shape)
     favoured[:, 7] = 50.0
     assert weighted_posteriors(states, query, jump, 0.01, favoured)[:, 7].mean() > uniform[:, 7].mean()
