@@ -283,7 +283,7 @@ def chunks(ref, size, out):
 @main.command()
 @click.argument("imputed", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--truth", required=True, type=click.Path(dir_okay=False), help="VCF with the true genotypes.")
-@click.option("--ref", type=click.Path(dir_okay=False), default=None, help="Reference panel for MAF bins [default: INFO/AF of the first imputed file, else truth MAF].")
+@click.option("--ref", type=click.Path(dir_okay=False), default=None, help="Reference panel (VCF/BCF or compact) for MAF bins [default: INFO/AF of the first imputed file, else truth MAF].")
 @click.option("--labels", default=None, help="Comma-separated names for the imputed files.")
 @click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Tab-separated table with columns 'sample' and 'population': scores per population too.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Write report.md, report.json and PNG plots into this directory.")

@@ -87,7 +87,17 @@ def read_truth(path: str | Path) -> tuple[list, dict]:
 
 
 def panel_maf(path: str | Path) -> dict:
-    """Minor allele frequency of each biallelic panel record, from its genotypes."""
+    """Minor allele frequency of each biallelic panel record, from its
+    genotypes: a VCF/BCF's, or a compact panel's (`genimpute panel`, whose
+    multi-allelic records are split, one record per ALT)."""
+    from genimpute.panel import is_compact, read_reference
+
+    if is_compact(path):
+        panel = read_reference(path)
+        keys = [normalise_contig(c) for c in panel.contig_names]
+        maf = np.minimum(panel.alt_freq, 1 - panel.alt_freq).astype(np.float64).tolist()
+        return {(keys[c], p, ref, alt): m for c, p, ref, alt, m in
+                zip(panel.contig_index.tolist(), panel.positions.tolist(), panel.refs, panel.alts, maf)}
     vcf = open_vcf(path)
     maf = {}
     for rec in vcf:
@@ -274,6 +284,7 @@ def evaluate(
         raise InputError(f"expected one label per imputed file ({len(imputed)}); found {len(labels)}")
     if len(set(labels)) != len(labels):
         raise InputError(f"expected distinct labels; found {', '.join(labels)} (name the files with --labels)")
+    panel = panel_maf(ref) if ref is not None else None  # first: a wrong --ref stops the run at once
     truth_samples, truth = read_truth(truth_path)
     by_sample = read_populations(samples) if samples is not None else {}
     if samples is not None and not set(by_sample) & set(truth_samples):
@@ -281,7 +292,7 @@ def evaluate(
     populations = [by_sample.get(s, "") for s in truth_samples]
     population_names = [EVERYONE, *sorted({p for p in populations if p})]
     scores = [score_vcf(path, truth_samples, truth, populations) for path in imputed]
-    mafs, source = _variant_maf(scores, panel_maf(ref) if ref is not None else None)
+    mafs, source = _variant_maf(scores, panel)
     accuracy, calibration = [], []
     for label, s, maf in zip(labels, scores, mafs):
         accuracy += accuracy_rows(label, s, maf, population_names)

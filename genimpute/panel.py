@@ -206,14 +206,19 @@ def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Pat
     return read_reference(path)
 
 
-def read_reference(path: str | Path) -> ReferencePanel:
-    """A reference panel from a VCF/BCF, or from a compact panel file written by `genimpute panel`."""
+def is_compact(path: str | Path) -> bool:
+    """Whether `path` is a zip file, as compact panels are (False for a path
+    that cannot be read: the VCF reader then says what is wrong with it)."""
     try:
         with open(path, "rb") as handle:
-            compact = handle.read(4) == _ZIP_MAGIC
-    except OSError:  # the VCF reader says what is wrong with the path
-        compact = False
-    if not compact:
+            return handle.read(4) == _ZIP_MAGIC
+    except OSError:
+        return False
+
+
+def read_reference(path: str | Path) -> ReferencePanel:
+    """A reference panel from a VCF/BCF, or from a compact panel file written by `genimpute panel`."""
+    if not is_compact(path):
         return ReferencePanel.from_vcf(path)
     try:
         with np.load(path, allow_pickle=False) as z:

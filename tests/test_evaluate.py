@@ -14,6 +14,7 @@ from tools import run_tool
 from genimpute.errors import InputError
 from genimpute.evaluation import ALL, BIN_LABELS, evaluate, maf_bin, side_by_side
 from genimpute.metrics import pooled_r2, r2_from_sums
+from genimpute.panel import convert_to_compact
 
 HEADER_META = [
     "##fileformat=VCFv4.2",
@@ -254,6 +255,9 @@ def test_panel_maf_binning_differs_from_truth_maf(tmp_path, truth):
     assert row(by_truth, B6)["variants"] == 2
 
     by_panel = evaluate(truth, [imputed], ref=panel).accuracy
+    compact = tmp_path / "panel.gpanel"
+    convert_to_compact(panel, compact)
+    pd.testing.assert_frame_equal(evaluate(truth, [imputed], ref=compact).accuracy, by_panel)
     assert row(by_panel, B0)["variants"] == 1
     assert row(by_panel, B5)["variants"] == 1
     assert row(by_panel, B6)["variants"] == 1
