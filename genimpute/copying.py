@@ -560,6 +560,7 @@ class ContigModel:
         self.typed_rows = rows[typed_mask[rows]]
         self.untyped_rows = rows[~typed_mask[rows]]
         self._index_of: tuple = (None, None)  # ((first, last), _index of those typed sites)
+        self._tables_of: tuple = (None, None)  # ((start, stop, first), _untyped_tables of those records)
         cm = panel.centimorgans
         self.typed_cm = np.maximum.accumulate(cm[self.typed_rows])  # sorted for searches, as jump_cm clips
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
@@ -635,15 +636,17 @@ class ContigModel:
         contig's index takes 11 bytes per typed site and haplotype up to
         32,767 samples, 19 beyond (14 GB for 40,000 sites of 16,000
         samples), a segment's a few percent of that.
-        The tables are built for each batch: kept from one batch to the
-        next, they raised the peak memory of 10,020 targets on the
-        4,000-sample panel from 0.57 to 0.69 GB (the heap, which keeps what
-        is freed (runtime.tune_allocator), fragmented)."""
+        The untyped tables are kept likewise: at 16,000 samples one
+        segment's took 1.7 s to build, for every batch, and take about 0.1
+        GB (a few hundred records per Mb for each haplotype)."""
         first, last = segment.first, segment.last
         if self._index_of[0] != (first, last):
             self._index_of = (None, None)  # the last segment's freed before this one's is built
             self._index_of = (first, last), self._index(first, last)
-        return (*self._index_of[1], self._untyped_tables(start, stop, first))
+        if self._tables_of[0] != (start, stop, first):
+            self._tables_of = (None, None)
+            self._tables_of = (start, stop, first), self._untyped_tables(start, stop, first)
+        return (*self._index_of[1], self._tables_of[1])
 
     def _index(self, first: int, last: int) -> tuple:
         """PBWT indexes of typed sites [first, last) left to right and right
