@@ -1,7 +1,8 @@
 """The copying engine alone, per target haplotype: every segment of the
 scale series' contig imputed for every haplotype of a cohort on one thread
-(no reading, formatting or writing; each segment's PBWT index built before
-it is timed, and timed apart), the best of ROUNDS runs. How its cost grows
+(no reading, formatting or writing; each segment's PBWT index and untyped
+records' lists built before it is timed, and timed apart, as a run builds
+them once for every batch of samples), the best of ROUNDS runs. How its cost grows
 with the panel, apart from the output that grows with the panel's records,
 and on a region longer than one segment, what the segments' margins cost.
 
@@ -53,7 +54,7 @@ def segment_seconds(model: ContigModel, segment, queries: np.ndarray, rounds: in
     best of `rounds` imputing all the queries there)."""
     excluded = np.full(queries.shape[1], -1, dtype=np.int64)
     started = time.perf_counter()
-    model.probabilities(segment, queries[:, :4], excluded[:4])  # the segment's index built
+    model.probabilities(segment, queries[:, :4], excluded[:4])  # the segment's index and tables built
     index = time.perf_counter() - started
     seconds = []
     for _ in range(rounds):
@@ -76,7 +77,7 @@ def main() -> None:
     read = sum(s.last - s.first for s in segments)
     print(f"panel {panel_samples} samples, {queries.shape[1]} haplotypes, {len(segments)} segments, {core} typed "
           f"sites read {read / core:.2f} times: {1000 * impute_total / queries.shape[1]:.2f} ms per haplotype "
-          f"(best of {rounds} per segment), the indexes {index_total:.1f} s")
+          f"(best of {rounds} per segment), the indexes and tables {index_total:.1f} s")
 
 
 if __name__ == "__main__":
