@@ -53,9 +53,9 @@ def main() -> None:
                                    settings.max_states, slot_of, buffer, heap)
         segments = segments.copy()  # the buffer is the next call's
         state_alleles = timed(seconds, "states' alleles", copying._state_alleles, alleles, segments, n_states, sites)
-        posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(), 0,
-                          jump_rate, settings.error)
-        timed(seconds, "untyped records", copying._impute_untyped, untyped, segments, posterior, sites,
+        posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(),
+                          jump_rate, settings.error, 0, sites)
+        timed(seconds, "untyped records", copying._impute_untyped, untyped, segments, posterior, 0, sites,
               np.zeros(len(untyped[0]), dtype=np.float32))
     print(f"panel {panel_samples} samples, {n} haplotypes, {sites} typed sites, {len(untyped[0])} untyped records; "
           "ms per haplotype, one thread:")

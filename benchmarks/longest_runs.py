@@ -170,7 +170,7 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
         state_alleles = copying._state_alleles(haplotype_alleles, segments, int(segments[0].max()) + 1, last)
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
-        copying._impute_untyped(untyped, segments, posterior, last, out[:, q])
+        copying._impute_untyped(untyped, segments, posterior, 0, last, out[:, q])
     return out
 
 
