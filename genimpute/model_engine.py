@@ -64,7 +64,7 @@ class ModelEngine:
 
     def __init__(self, source: ModelSource, panel: ReferencePanel, aln: Alignment, typed_mask: np.ndarray,
                  in_panel: np.ndarray):
-        self.source, self.panel, self.aln, self.typed_mask = source, panel, aln, typed_mask
+        self.source, self.panel, self.aln, self.typed_mask = source, panel.in_memory(), aln, typed_mask
         self.exclude = exclusion_matrix(in_panel, panel.n_haplotypes)
 
     @property

@@ -133,6 +133,13 @@ class ReferencePanel:
             h.update(block.tobytes())
         return h.hexdigest()
 
+    def in_memory(self) -> "ReferencePanel":
+        """The panel with its packed records in memory (itself, if they
+        are): for the window models, which read a window's records at every
+        step, 15 times slower from the file when they are scattered (1.4 ms
+        for 300 of 2,504 samples' records)."""
+        return self if isinstance(self.packed, np.ndarray) else replace(self, packed=self.packed[:])
+
     def packed_blocks(self, block_bytes: int = 64 << 20):
         """The packed records, a block of records at a time."""
         step = max(1, block_bytes // max(1, self.packed.shape[1]))

@@ -93,7 +93,7 @@ def training_panels(refs: list, arrays: list,
     genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once for every panel
     panels = []
     for ref, array in zip(refs, arrays):
-        panel = read_reference(ref)
+        panel = read_reference(ref).in_memory()
         if genetic_map is not None:
             panel = panel.with_genetic_map(genetic_map)
         typed_mask = array_typed_mask(panel, read_array_list(array))
