@@ -18,7 +18,12 @@ cd "$2"
 p=$3 extra=${4:-1000}
 source "$root/benchmarks/lib.sh"
 
-n=$(ls targets.*.txt | sed -n 's/^targets\.\([0-9]*\)\.txt$/\1/p' | sort -n | tail -1)  # the series' cohorts
+n=0
+for list in targets.*.txt; do  # the series' cohorts
+  m=${list#targets.}; m=${m%.txt}
+  if [[ $m =~ ^[0-9]+$ ]] && ((m > n)); then n=$m; fi
+done
+if ((n == 0)); then echo "expected a scale_series.sh output in $PWD (targets.N.txt); found none" >&2; exit 1; fi
 big=$((n + extra))
 [[ -s targets.$big.vcf.gz.tbi ]] || {
   bcftools query -l "$scale/panel.$p.vcf.gz" | sed -n "1,${extra}p" > "extra.$extra.txt"
