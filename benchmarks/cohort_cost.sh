@@ -25,20 +25,24 @@ for list in targets.*.txt; do  # the series' cohorts
 done
 if ((n == 0)); then echo "expected a scale_series.sh output in $PWD (targets.N.txt); found none" >&2; exit 1; fi
 big=$((n + extra))
-[[ -s targets.$big.vcf.gz.tbi ]] || {
-  bcftools query -l "$scale/panel.$p.vcf.gz" | sed -n "1,${extra}p" > "extra.$extra.txt"
-  bcftools view -S "extra.$extra.txt" -T "$scale/array.txt" -Oz -o "extra.$extra.vcf.gz" "$scale/panel.$p.vcf.gz"
-  tabix -f "extra.$extra.vcf.gz"
-  bcftools merge "targets.$n.vcf.gz" "extra.$extra.vcf.gz" -Oz -o "targets.$big.vcf.gz"
-  tabix -f "targets.$big.vcf.gz"
+cohort=cohort.$p.$big.vcf.gz  # its extra samples are this panel's
+[[ -s $cohort.tbi ]] || {
+  bcftools query -l "$scale/panel.$p.vcf.gz" | sed -n "1,${extra}p" > "extra.$p.$extra.txt"
+  bcftools view -S "extra.$p.$extra.txt" -T "$scale/array.txt" -Oz -o "extra.$p.$extra.vcf.gz" \
+    "$scale/panel.$p.vcf.gz"
+  tabix -f "extra.$p.$extra.vcf.gz"
+  bcftools merge "targets.$n.vcf.gz" "extra.$p.$extra.vcf.gz" -Oz -o "$cohort"
+  tabix -f "$cohort"
 }
 heap=()
 if ((p > 16000)); then heap=(env JAVA_TOOL_OPTIONS=-Xmx20g); fi
 for m in $n $big; do
   echo "panel $p samples, $m targets:"
-  median_of "cost_genimpute.$p.$m" genimpute -q impute "targets.$m.vcf.gz" --ref "panel.$p.gpanel" \
+  targets=targets.$n.vcf.gz
+  if ((m == big)); then targets=$cohort; fi
+  median_of "cost_genimpute.$p.$m" genimpute -q impute "$targets" --ref "panel.$p.gpanel" \
     --out "cost_genimpute.$p.$m.vcf.gz" --force
-  median_of "cost_beagle.$p.$m" "${heap[@]}" beagle ref="$scale/panel.$p.vcf.gz" gt="targets.$m.vcf.gz" \
+  median_of "cost_beagle.$p.$m" "${heap[@]}" beagle ref="$scale/panel.$p.vcf.gz" gt="$targets" \
     map="$scale/const.map" out="cost_beagle.$p.$m" nthreads=2
   ratio "cost_genimpute.$p.$m" "cost_beagle.$p.$m"
 done
