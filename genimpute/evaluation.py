@@ -28,6 +28,7 @@ from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import open_vcf
 from genimpute.metrics import r2_from_sums
+from genimpute.panel import is_compact, read_reference
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,6 @@ def panel_maf(path: str | Path) -> dict:
     """Minor allele frequency of each biallelic panel record, from its
     genotypes: a VCF/BCF's, or a compact panel's (`genimpute panel`, whose
     multi-allelic records are split, one record per ALT)."""
-    from genimpute.panel import is_compact, read_reference
-
     if is_compact(path):
         panel = read_reference(path)
         keys = [normalise_contig(c) for c in panel.contig_names]
@@ -284,7 +283,7 @@ def evaluate(
         raise InputError(f"expected one label per imputed file ({len(imputed)}); found {len(labels)}")
     if len(set(labels)) != len(labels):
         raise InputError(f"expected distinct labels; found {', '.join(labels)} (name the files with --labels)")
-    panel = panel_maf(ref) if ref is not None else None  # first: a wrong --ref stops the run at once
+    maf_of = panel_maf(ref) if ref is not None else None  # first: a wrong --ref stops the run at once
     truth_samples, truth = read_truth(truth_path)
     by_sample = read_populations(samples) if samples is not None else {}
     if samples is not None and not set(by_sample) & set(truth_samples):
@@ -292,7 +291,7 @@ def evaluate(
     populations = [by_sample.get(s, "") for s in truth_samples]
     population_names = [EVERYONE, *sorted({p for p in populations if p})]
     scores = [score_vcf(path, truth_samples, truth, populations) for path in imputed]
-    mafs, source = _variant_maf(scores, panel)
+    mafs, source = _variant_maf(scores, maf_of)
     accuracy, calibration = [], []
     for label, s, maf in zip(labels, scores, mafs):
         accuracy += accuracy_rows(label, s, maf, population_names)
