@@ -573,6 +573,10 @@ class ContigModel:
         self.weights = np.where(span > 0, (cm[self.untyped_rows] - left) / np.where(span > 0, span, 1), 0.5)
         self.weights = np.clip(self.weights, 0, 1)
 
+    def drop_built(self) -> None:
+        """Free the last segment's index and tables (imputation has moved to another contig)."""
+        self._index_of = self._tables_of = (None, None)
+
     def segments(self, with_untyped_only: bool = True) -> list[Segment]:
         """The contig's segments, in order; only those with untyped records by default."""
         t, size = len(self.typed_rows), self.settings.segment_sites

@@ -15,7 +15,8 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute.config import CopyingSettings
 from genimpute.copying import POSTERIOR_FLOOR, ContigModel, minor_alleles, pbwt_index
-from genimpute.panel import ReferencePanel
+from genimpute.io.vcf_reader import read_target
+from genimpute.panel import ReferencePanel, align_target
 
 
 def _panel(alleles: np.ndarray, cm_step: float = 1e-5) -> ReferencePanel:
@@ -441,3 +442,29 @@ def test_posteriors_of_some_sites_are_those_rows_of_all_the_sites():
     for lo, hi in ((0, 60), (10, 41), (0, 1), (59, 60), (20, 21)):
         np.testing.assert_array_equal(_posteriors(states, query, jump, 0.01, lo, hi), every[lo:hi])
     np.testing.assert_allclose(every.sum(axis=1), 1, rtol=1e-5)
+
+
+def _on_two_contigs(source, path):
+    """The VCF at source with its records again on contig 21."""
+    with gzip.open(source, "rt") as handle:
+        lines = handle.read().splitlines()
+    header = [line for line in lines if line.startswith("#")]
+    body = [line for line in lines if not line.startswith("#")]
+    path.write_text("\n".join([*header, *body, *("21" + line[line.index("\t"):] for line in body)]) + "\n")
+    return path
+
+
+def test_the_engine_frees_a_contigs_index_when_it_moves_to_the_next(tmp_path):
+    from genimpute.copying_engine import CopyingEngine
+
+    panel = ReferencePanel.from_vcf(_on_two_contigs(PANEL, tmp_path / "panel.vcf"))
+    target = read_target(_on_two_contigs(TARGET_PHASED, tmp_path / "target.vcf"))
+    aln = align_target(panel, target)
+    engine = CopyingEngine(panel, aln, aln.typed_records(len(panel)), CopyingSettings(),
+                           np.full(len(target.samples), -1))
+    first, second = engine.model(0).segments()[0], engine.model(1).segments()[0]
+    before = engine.probabilities(first, slice(0, 4)).copy()
+    assert before.shape == (len(first.predicted), 4) and engine.models[0]._index_of[0] is not None
+    engine.probabilities(second, slice(0, 4))
+    assert engine.models[0]._index_of == engine.models[0]._tables_of == (None, None)
+    np.testing.assert_array_equal(engine.probabilities(first, slice(0, 4)), before)  # built again, alike
