@@ -397,7 +397,7 @@ def _impute_untyped(untyped, segments, posterior, lo, last, out_column):
     maxima = _block_maxima(posterior)
     for e in range(segments.shape[1]):
         slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
-        if _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, last - 1, lo + len(posterior) - 1) - lo):
+        if _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, lo + len(posterior) - 1) - lo):
             continue
         low, high = hap_starts[h], hap_starts[h + 1]
         i = low + np.searchsorted(hap_records[low:high], gap_first[start])

@@ -36,15 +36,24 @@ def _split(blob: np.ndarray) -> list:
 _ONES_IN_BYTE = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
-def alt_counts(packed: np.ndarray, block_bytes: int = 64 << 20) -> np.ndarray:
+def packed_blocks(packed, block_bytes: int = 64 << 20):
+    """The rows of packed (M, W), an array or FileRows, a block of about
+    block_bytes at a time."""
+    step = max(1, block_bytes // max(1, packed.shape[1]))
+    for start in range(0, len(packed), step):
+        yield packed[start:start + step]
+
+
+def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:
     """(M,) int64 the ALT alleles of each record of packed (M, ceil(H/8))
     (np.packbits pads with 0s), counted a block of records at a time:
     unpacked whole, a panel took 8 bytes for each packed one (10 GB for
     16,000 samples' 313,000 records of a 10 Mb region)."""
     counts = np.empty(len(packed), dtype=np.int64)
-    step = max(1, block_bytes // max(1, packed.shape[1]))
-    for start in range(0, len(packed), step):
-        counts[start:start + step] = _ONES_IN_BYTE[packed[start:start + step]].sum(axis=1, dtype=np.int64)
+    start = 0
+    for block in packed_blocks(packed, block_bytes):
+        counts[start:start + len(block)] = _ONES_IN_BYTE[block].sum(axis=1, dtype=np.int64)
+        start += len(block)
     return counts
 
 
@@ -129,7 +138,7 @@ class ReferencePanel:
             h.update(len(data).to_bytes(8, "little"))  # length prefix: no two splits hash alike
             h.update(data)
         h.update((self.packed.shape[0] * self.packed.shape[1]).to_bytes(8, "little"))
-        for block in self.packed_blocks():
+        for block in packed_blocks(self.packed):
             h.update(block.tobytes())
         return h.hexdigest()
 
@@ -139,12 +148,6 @@ class ReferencePanel:
         step, 15 times slower from the file when they are scattered (1.4 ms
         for 300 records of the dev panel's 991 samples)."""
         return self if isinstance(self.packed, np.ndarray) else replace(self, packed=self.packed[:])
-
-    def packed_blocks(self, block_bytes: int = 64 << 20):
-        """The packed records, a block of records at a time."""
-        step = max(1, block_bytes // max(1, self.packed.shape[1]))
-        for start in range(0, len(self.packed), step):
-            yield self.packed[start:start + step]
 
     # --- persistence -----------------------------------------------------
     def save(self, path: str | Path) -> None:
@@ -160,7 +163,7 @@ class ReferencePanel:
                 alts=_join(self.alts),
                 alt_freq=self.alt_freq,
                 centimorgans=self.centimorgans,
-            ), dict(packed=(self.packed.shape, np.uint8, self.packed_blocks())))
+            ), dict(packed=(self.packed.shape, np.uint8, packed_blocks(self.packed))))
 
     @classmethod
     def load(cls, path: str | Path, centimorgans_optional: bool = False) -> "ReferencePanel":
