@@ -6,6 +6,7 @@ genimpute.model_engine), and write every output record
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import sys
@@ -19,11 +20,12 @@ from genimpute.config import CopyingSettings
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
+from genimpute.io.file_rows import RowSpool
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter
 from genimpute.model_engine import ModelEngine, ModelSource
-from genimpute.panel import Alignment, ReferencePanel, align_target, read_reference
+from genimpute.panel import Alignment, ReferencePanel, align_target, is_compact, read_reference
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls
 from genimpute.regions import Region
 
@@ -60,36 +62,51 @@ def impute(
     share of the typed sites, hidden. Samples go in batches of
     `batch_samples` (the output does not depend on it); `fields`: FORMAT."""
     started = time.monotonic()
-    _check_options(batch_samples, audit, force)
+    _check_options(out, batch_samples, audit, force)
     genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once: panel and phaser
-    source = ModelSource(Path(model_dir), read_reference(ref) if ref is not None else None, device)
-    panel = _panel_with_map(source, genetic_map, copying)
-    target = read_target(target_path)
-    aln = align_target(panel, target, source=str(target_path), audit=audit)
-    matches = report_samples_in_panel(panel, aln, target.samples, audit)  # by name or genotype: phase plays no part
-    header_contigs = contigs_in_target_order(panel, target, aln)
-    contigs, in_region = _contigs_to_write(panel, header_contigs, region)
-    if not aln.phased:
-        aln = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                     [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
-    typed_mask = aln.typed_records(len(panel))
-    engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
-        else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
-    windows = engine.windows(contigs, in_region)
-    n_windows = sum(len(w) for w in windows.values())
-    log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows), n_windows)
-    meta = _header_meta(engine, ref)
-    validation = _validation(engine, validate_fraction, seed, in_region, meta)
-    filled = engine.fill_missing(in_region)
-    records = CohortRecords(panel, target, aln, typed_mask, filled, fields, batch_samples)
-    with VcfWriter(out, force=force) as writer:
-        writer.write_header(target.samples, [c.name for c in header_contigs], meta, fields)
-        n_imputed = records.write(writer, contigs, region, in_region, windows, engine.probabilities, progress,
-                                  started)
-    summary = _summary(target, aln, matches, filled, writer.records, n_imputed, n_windows, validation, started)
-    log.info("wrote %s: %d records (%d imputed) in %.1f s", out, summary["records_written"], n_imputed,
-             summary["seconds"])
-    return summary
+    with contextlib.ExitStack() as stack:  # holds a VCF panel's spooled records to the end of the run
+        source = ModelSource(Path(model_dir), _reference(ref, Path(out).parent, stack), device)
+        panel = _panel_with_map(source, genetic_map, copying)
+        target = read_target(target_path)
+        aln = align_target(panel, target, source=str(target_path), audit=audit)
+        # by name or genotype: phase plays no part
+        matches = report_samples_in_panel(panel, aln, target.samples, audit)
+        header_contigs = contigs_in_target_order(panel, target, aln)
+        contigs, in_region = _contigs_to_write(panel, header_contigs, region)
+        if not aln.phased:
+            aln = _phase(aln, panel, target, phaser, genetic_map, target_path,
+                         [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
+        typed_mask = aln.typed_records(len(panel))
+        engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
+            else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
+        windows = engine.windows(contigs, in_region)
+        n_windows = sum(len(w) for w in windows.values())
+        log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows),
+                 n_windows)
+        meta = _header_meta(engine, ref)
+        validation = _validation(engine, validate_fraction, seed, in_region, meta)
+        filled = engine.fill_missing(in_region)
+        records = CohortRecords(panel, target, aln, typed_mask, filled, fields, batch_samples)
+        with VcfWriter(out, force=force) as writer:
+            writer.write_header(target.samples, [c.name for c in header_contigs], meta, fields)
+            n_imputed = records.write(writer, contigs, region, in_region, windows, engine.probabilities, progress,
+                                      started)
+        summary = _summary(target, aln, matches, filled, writer.records, n_imputed, n_windows, validation, started)
+        log.info("wrote %s: %d records (%d imputed) in %.1f s", out, summary["records_written"], n_imputed,
+                 summary["seconds"])
+        return summary
+
+
+def _reference(ref, directory: Path, stack: contextlib.ExitStack) -> ReferencePanel | None:
+    """--ref's panel, if given. A VCF/BCF's packed records are spooled to an
+    unnamed temporary file in `directory` (the output's), open until `stack`
+    closes, and the copying engine reads a segment's records from there as
+    from a compact panel: reading them into memory took twice the packed
+    panel (2.5 GB for 16,000 samples over 10 Mb; BENCHMARKS.md)."""
+    if ref is None:
+        return None
+    spool = None if is_compact(ref) else stack.enter_context(RowSpool(directory))
+    return read_reference(ref, spool)
 
 
 def _header_meta(engine, ref) -> dict:
@@ -118,8 +135,10 @@ def _summary(target: TargetData, aln: Alignment, matches, filled: dict, records_
     }
 
 
-def _check_options(batch_samples: int, audit, force: bool) -> None:
+def _check_options(out, batch_samples: int, audit, force: bool) -> None:
     """Stop on what would fail only after the inputs are read."""
+    if not Path(out).parent.is_dir():  # before the panel is read: its records are spooled there
+        raise InputError(f"output {out}: directory {Path(out).parent} does not exist")
     if batch_samples < 1:
         raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
     for report in ([audit, sample_audit_path(audit)] if audit is not None else []):

@@ -226,10 +226,12 @@ def is_compact(path: str | Path) -> bool:
         return False
 
 
-def read_reference(path: str | Path) -> ReferencePanel:
-    """A reference panel from a VCF/BCF, or from a compact panel file written by `genimpute panel`."""
+def read_reference(path: str | Path, spool: RowSpool | None = None) -> ReferencePanel:
+    """A reference panel from a VCF/BCF, or from a compact panel file written
+    by `genimpute panel`. `spool`: where a VCF/BCF's packed records go (read
+    from there while it stays open), else memory."""
     if not is_compact(path):
-        return ReferencePanel.from_vcf(path)
+        return ReferencePanel.from_vcf(path, spool)
     try:
         with np.load(path, allow_pickle=False) as z:
             found = str(z["format"]) if "format" in z else "a zip file without a format"

@@ -3,6 +3,7 @@ textbook implementation, its state choice, and imputation through the CLI."""
 
 import gzip
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +14,11 @@ import pytest
 from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
+from genimpute import imputation
 from genimpute.config import CopyingSettings
 from genimpute.copying import POSTERIOR_FLOOR, ContigModel, minor_alleles, pbwt_index
+from genimpute.copying_engine import CopyingEngine
+from genimpute.errors import InputError
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target
 
@@ -317,6 +321,35 @@ def test_a_compact_panel_imputes_as_its_vcf_and_a_foreign_file_is_refused(tmp_pa
     result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(foreign), "--out", str(tmp_path / "x.vcf.gz")],
                  ok=False)
     assert result.exit_code == 1 and "expected a compact panel of format" in result.output
+
+
+def test_a_vcf_panel_is_spooled_beside_the_output_for_the_run_only(tmp_path, monkeypatch):
+    """The engine reads a VCF panel's packed records from an unnamed file in
+    the output's directory (not memory), closed when the run ends."""
+    seen = []
+
+    def engine(panel, *args):
+        fd = panel.packed.fd
+        seen.append((fd, os.readlink(f"/proc/self/fd/{fd}"), panel.packed[:]))
+        return CopyingEngine(panel, *args)
+
+    monkeypatch.setattr(imputation, "CopyingEngine", engine)
+    out = tmp_path / "out" / "imputed.vcf.gz"
+    out.parent.mkdir()
+    imputation.impute(TARGET_PHASED, tmp_path, out, "cpu", progress=False, ref=PANEL, copying=CopyingSettings())
+    (fd, name, packed), = seen
+    assert name.startswith(str(out.parent) + "/") and name.endswith("(deleted)")
+    np.testing.assert_array_equal(packed, ReferencePanel.from_vcf(PANEL).packed)
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["imputed.vcf.gz", "imputed.vcf.gz.tbi"]
+
+
+def test_impute_refuses_a_missing_output_directory_before_reading_the_panel(tmp_path, monkeypatch):
+    monkeypatch.setattr(imputation, "read_reference", lambda *a: pytest.fail("the panel was read"))
+    with pytest.raises(InputError, match="does not exist"):
+        imputation.impute(TARGET_PHASED, tmp_path, tmp_path / "no" / "out.vcf.gz", "cpu", ref=PANEL,
+                          copying=CopyingSettings())
 
 
 @pytest.mark.parametrize("n_strips", [1, 2, 3, 9])  # 9: more strips than the 7 bytes of a row
