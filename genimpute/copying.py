@@ -67,43 +67,71 @@ POSTERIOR_FLOOR = np.float32(1e-5)
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 
 
-def pbwt_index(alleles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order, zeros_before) of a PBWT over alleles (t, H) uint8:
-    order[j] (t+1, H) the haplotypes sorted by their reversed alleles
-    before site j; zeros_before[j, i] (t, H+1) the 0 alleles at site j
-    among order[j, :i]. Both uint16 up to 65,534 haplotypes (32,767
-    samples), else int32: the two directions' arrays are most of a
-    segment's memory (2.0 GB as int32 for 4,000 typed sites of a
-    16,000-sample panel, 1.0 GB as uint16)."""
+def pbwt_index(alleles: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, allele_words, word_zeros) of a PBWT over the sites of alleles
+    (t, H) uint8, right to left if `reverse` (the index's site j is then
+    alleles' t - 1 - j). order (t+1, H): order[j] the haplotypes sorted by
+    their reversed alleles before site j. allele_words (t, H // 64 + 1)
+    uint64: bit k of word w of row j the allele at site j of order[j, 64 w
+    + k]; word_zeros (t, H // 64 + 1): the 0 alleles at site j among
+    order[j, :64 w]. From the two, _zeros_before counts what a (t, H + 1)
+    table of counts held: with it and a copy of the alleles, each direction
+    took 5 bytes per site and haplotype up to 65,534 haplotypes (32,767
+    samples) and 9 beyond; now 2.2 (order and word_zeros uint16) and 4.2
+    (int32)."""
     t, n = alleles.shape
     dtype = np.uint16 if n < np.iinfo(np.uint16).max else np.int32
-    order, zeros_before = np.empty((t + 1, n), dtype=dtype), np.empty((t, n + 1), dtype=dtype)
-    _fill_pbwt(alleles, order, zeros_before)
-    return order, zeros_before
+    order = np.empty((t + 1, n), dtype=dtype)
+    allele_words = np.zeros((t, n // 64 + 1), dtype=np.uint64)
+    word_zeros = np.zeros((t, n // 64 + 1), dtype=dtype)
+    _fill_pbwt(alleles, reverse, order, allele_words, word_zeros)
+    return order, allele_words, word_zeros
 
 
 @nb.njit(cache=True)
-def _fill_pbwt(alleles, order, zeros_before):
-    """pbwt_index's arrays, filled in."""
+def _fill_pbwt(alleles, reverse, order, allele_words, word_zeros):
+    """pbwt_index's arrays (allele_words all 0), filled in."""
     t, n = alleles.shape
     for i in range(n):
         order[0, i] = i
     for j in range(t):
+        row = alleles[t - 1 - j if reverse else j]
         zeros = 0
         for i in range(n):
-            zeros_before[j, i] = zeros
-            if alleles[j, order[j, i]] == 0:
+            if i & 63 == 0:
+                word_zeros[j, i >> 6] = zeros
+            if row[order[j, i]] == 0:
                 zeros += 1
-        zeros_before[j, n] = zeros
+            else:
+                allele_words[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+        if n & 63 == 0:
+            word_zeros[j, n >> 6] = zeros
         low, high = 0, zeros
         for i in range(n):
             h = order[j, i]
-            if alleles[j, h] == 0:
+            if row[h] == 0:
                 order[j + 1, low] = h
                 low += 1
             else:
                 order[j + 1, high] = h
                 high += 1
+
+
+@nb.njit(cache=True)
+def _ones(word):
+    """The 1 bits of a uint64 (a SWAR count, which LLVM compiles to one popcount)."""
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@nb.njit(cache=True)
+def _zeros_before(allele_words, word_zeros, j, i):
+    """The 0 alleles at site j among order[j, :i] of a pbwt_index (0 <= i <= H)."""
+    w, k = i >> 6, i & 63
+    below = allele_words[j, w] & ((np.uint64(1) << np.uint64(k)) - np.uint64(1))
+    return np.int64(word_zeros[j, w]) + k - _ones(below)
 
 
 @nb.njit(cache=True)
@@ -114,19 +142,20 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
     [first, last) (-1 where fewer); excluded[g] (a sample index, or -1) is
     never written. The queries walk together, site by site: each row of the
     index is read once for all of them (one at a time, every row was a cache
-    miss for each). index: (order, zeros_before, alleles) of pbwt_index, of
-    the sites right to left if `reverse` (its site j is the queries' t - 1 - j)."""
-    order, zeros_before, alleles = index
+    miss for each). index: pbwt_index's arrays, of the sites right to left
+    if `reverse` (its site j is the queries' t - 1 - j)."""
+    order, allele_words, word_zeros = index
     n, t = order.shape[1], queries.shape[0]
     place = np.zeros(len(columns), dtype=np.int64)
     for j in range(first, last):
         site = t - 1 - j if reverse else j
-        zeros = zeros_before[j, n]
+        zeros = _zeros_before(allele_words, word_zeros, j, n)
         for g in range(len(columns)):
-            allele = queries[site, columns[g]]
+            allele = np.int64(queries[site, columns[g]])
             if allele < 0:  # a missing call follows the neighbour just above
-                allele = alleles[j, order[j, min(place[g], n - 1)]]
-            below = zeros_before[j, place[g]]
+                above = min(place[g], n - 1)
+                allele = np.int64((allele_words[j, above >> 6] >> np.uint64(above & 63)) & np.uint64(1))
+            below = _zeros_before(allele_words, word_zeros, j, place[g])
             place[g] = below if allele == 0 else zeros + place[g] - below
             out = sightings[g, site, offset:offset + 2 * neighbours]
             written = 0
@@ -637,9 +666,9 @@ class ContigModel:
         first, and of untyped records start..stop - 1. The index is built
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
-        contig's index takes 11 bytes per typed site and haplotype up to
-        32,767 samples, 19 beyond (14 GB for 40,000 sites of 16,000
-        samples), a segment's a few percent of that.
+        contig's index and alleles take 5.4 bytes per typed site and
+        haplotype up to 32,767 samples, 9.4 beyond (7 GB for 40,000 sites of
+        16,000 samples), a segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
         segment's took 1.7 s to build, for every batch, and take about 0.1
         GB (a few hundred records per Mb for each haplotype)."""
@@ -656,9 +685,7 @@ class ContigModel:
         """PBWT indexes of typed sites [first, last) left to right and right
         to left, and their alleles haplotype by haplotype (H, last - first)."""
         alleles = np.ascontiguousarray(self.panel.haplotypes(self.typed_rows[first:last]))
-        reversed_alleles = np.ascontiguousarray(alleles[::-1])
-        return ((*pbwt_index(alleles), alleles), (*pbwt_index(reversed_alleles), reversed_alleles),
-                np.ascontiguousarray(alleles.T))
+        return pbwt_index(alleles), pbwt_index(alleles, reverse=True), np.ascontiguousarray(alleles.T)
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:

@@ -16,7 +16,7 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute import imputation
 from genimpute.config import CopyingSettings
-from genimpute.copying import POSTERIOR_FLOOR, ContigModel, minor_alleles, pbwt_index
+from genimpute.copying import POSTERIOR_FLOOR, ContigModel, _zeros_before, minor_alleles, pbwt_index
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.vcf_reader import read_target
@@ -45,27 +45,42 @@ def _random_model(seed: int, m: int, h: int, typed_share: float):
     return rng, alleles, typed, model, segment
 
 
-def test_pbwt_orders_haplotypes_by_their_reversed_prefixes():
-    alleles = np.random.default_rng(0).integers(0, 2, (30, 50)).astype(np.uint8)
-    order, zeros_before = pbwt_index(alleles)
+def _zeros_before_every_place(index, j: int) -> list:
+    """_zeros_before(index, j, i) for i = 0 .. H."""
+    order, words, word_zeros = index
+    return [_zeros_before(words, word_zeros, j, i) for i in range(order.shape[1] + 1)]
+
+
+@pytest.mark.parametrize("n_haplotypes", [50, 64, 129])  # a ragged last word, none, and one bit in it
+@pytest.mark.parametrize("reverse", [False, True])
+def test_pbwt_orders_haplotypes_by_their_reversed_prefixes(n_haplotypes, reverse):
+    alleles = np.random.default_rng(0).integers(0, 2, (30, n_haplotypes)).astype(np.uint8)
+    index = pbwt_index(alleles, reverse)
+    sites = alleles[::-1] if reverse else alleles
+    order = index[0]
     for j in range(31):
         # sorted by allele j-1 first, then j-2, ..., ties by index
-        expected = np.lexsort([np.arange(50), *alleles[:j]])
+        expected = np.lexsort([np.arange(n_haplotypes), *sites[:j]])
         assert order[j].tolist() == expected.tolist()
     for j in range(30):
-        assert zeros_before[j].tolist() == [0, *np.cumsum(alleles[j, order[j]] == 0)]
+        in_order = sites[j, order[j]]
+        assert _zeros_before_every_place(index, j) == [0, *np.cumsum(in_order == 0)]
+        bits = (index[1][j, np.arange(n_haplotypes) // 64] >> (np.arange(n_haplotypes) % 64).astype(np.uint64)) & 1
+        assert bits.tolist() == in_order.tolist()
 
 
 @pytest.mark.parametrize("n_haplotypes, dtype", [(65_534, np.uint16), (65_535, np.int32)])
 def test_pbwt_index_is_uint16_while_every_value_fits(n_haplotypes, dtype):
     alleles = np.random.default_rng(1).integers(0, 2, (3, n_haplotypes)).astype(np.uint8)
-    alleles[0] = 0  # zeros_before's largest value, H, at the first site
-    order, zeros_before = pbwt_index(alleles)
-    assert order.dtype == zeros_before.dtype == dtype
+    alleles[0] = 0  # the largest count of zeros, H, at the first site
+    index = pbwt_index(alleles)
+    order, _, word_zeros = index
+    assert order.dtype == word_zeros.dtype == dtype
     for j in range(4):
         assert np.array_equal(order[j], np.lexsort([np.arange(n_haplotypes), *alleles[:j]]))
     for j in range(3):
-        assert np.array_equal(zeros_before[j], np.concatenate([[0], np.cumsum(alleles[j, order[j]] == 0)]))
+        expected = np.concatenate([[0], np.cumsum(alleles[j, order[j]] == 0)])
+        assert np.array_equal(_zeros_before_every_place(index, j), expected)
 
 
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, offset):
