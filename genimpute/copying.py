@@ -64,6 +64,7 @@ FAST = {"reassoc", "contract", "arcp"}
 # 1,000 targets 0.01% of DS values changed, by at most 0.002, and r2 was
 # unchanged to four decimals in every bin (BENCHMARKS.md).
 POSTERIOR_FLOOR = np.float32(1e-5)
+PACKED_BLOCK = 32 << 20  # bytes of packed panel records read at a time to list the untyped records' minor alleles
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 
 
@@ -318,10 +319,10 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
 
 
 @nb.njit(cache=True, parallel=True)
-def _scan_minor(packed, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
-    """Advance cursor[h] once for each record r whose minor allele haplotype
-    h carries, records ascending, first writing r to hap_records[cursor[h]]
-    unless hap_records is empty (a count). Each of n_strips threads reads
+def _scan_minor(packed, first, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
+    """Advance cursor[h] once for each record r (numbered from `first`)
+    whose minor allele haplotype h carries, records ascending, first writing
+    r to hap_records[cursor[h]] unless hap_records is empty (a count). Each of n_strips threads reads
     its own strip of every packed row and fills its strip's haplotypes' lists:
     the lists are disjoint, so the output is the same for any n_strips, and
     the writes, scattered over every haplotype's list, are most of the time."""
@@ -338,31 +339,44 @@ def _scan_minor(packed, n_haplotypes, minor_is_alt, cursor, hap_records, n_strip
                     h = byte * 8 + bit
                     if h < n_haplotypes and (value >> (7 - bit)) & 1:  # past the last haplotype: padding
                         if len(hap_records):
-                            hap_records[cursor[h]] = r
+                            hap_records[cursor[h]] = first + r
                         cursor[h] += 1
 
 
-@nb.njit(cache=True)
-def minor_alleles(packed, n_haplotypes, minor_is_alt, n_strips):
-    """(hap_starts (H + 1,), hap_records, alt_major) of records (their
-    packed panel rows; minor_is_alt: which allele of each is the minor one):
-    the records whose minor allele haplotype h carries,
-    hap_records[hap_starts[h]:hap_starts[h + 1]] ascending, and the records
-    whose minor allele is REF (numbered by row of `packed`).
+def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
+    """(hap_starts (H + 1,), hap_records, alt_major) of records (blocks():
+    their packed panel rows, block after block; minor_is_alt: which allele
+    of each is the minor one): the records whose minor allele haplotype h
+    carries, hap_records[hap_starts[h]:hap_starts[h + 1]] ascending, and
+    the records whose minor allele is REF (numbered in that order).
 
     A haplotype carries the minor allele of a few hundred records per Mb
     whatever the panel's size (the sum of their frequencies), so summing a
     query's states over their own lists reads a few hundred entries per
     state and Mb, where reading every record grows with the panel's records
     (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
-    The lists are built in n_strips threads (_scan_minor)."""
+    The records are read twice, a block at a time (to count, then to
+    fill): a segment's untyped records take 0.3 GB at 16,000 samples and
+    would take several GB at 100,000. The lists are built in n_strips
+    threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
-    _scan_minor(packed, n_haplotypes, minor_is_alt, counts, np.empty(0, dtype=np.int32), n_strips)
+    for first, block in _numbered(blocks()):
+        _scan_minor(block, first, n_haplotypes, minor_is_alt[first:], counts, np.empty(0, dtype=np.int32), n_strips)
     hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
     hap_starts[1:] = np.cumsum(counts)
     hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
-    _scan_minor(packed, n_haplotypes, minor_is_alt, hap_starts[:-1].copy(), hap_records, n_strips)
+    cursor = hap_starts[:-1].copy()
+    for first, block in _numbered(blocks()):
+        _scan_minor(block, first, n_haplotypes, minor_is_alt[first:], cursor, hap_records, n_strips)
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
+
+
+def _numbered(blocks):
+    """(the number of rows before it, block) of each block of rows."""
+    first = 0
+    for block in blocks:
+        yield first, block
+        first += len(block)
 
 
 @nb.njit(cache=True)
@@ -700,8 +714,14 @@ class ContigModel:
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
         return (records, self.weights[start:stop], record_gap, gap_first,
-                *minor_alleles(self.panel.packed[records], self.panel.n_haplotypes, minor_is_alt,
+                *minor_alleles(lambda: self._packed_blocks(records), self.panel.n_haplotypes, minor_is_alt,
                                nb.get_num_threads()))
+
+    def _packed_blocks(self, records: np.ndarray):
+        """The records' packed panel rows, about PACKED_BLOCK bytes at a time."""
+        step = max(1, PACKED_BLOCK // self.panel.packed.shape[1])
+        for lo in range(0, len(records), step):
+            yield self.panel.packed[records[lo:lo + step]]
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

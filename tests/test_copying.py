@@ -367,14 +367,18 @@ def test_impute_refuses_a_missing_output_directory_before_reading_the_panel(tmp_
                           copying=CopyingSettings())
 
 
-@pytest.mark.parametrize("n_strips", [1, 2, 3, 9])  # 9: more strips than the 7 bytes of a row
-def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(n_strips):
+@pytest.mark.parametrize("n_strips, block_rows", [(1, 45), (2, 45), (3, 7), (9, 1)])  # 9: more than a row's 7 bytes
+def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(n_strips, block_rows):
     rng = np.random.default_rng(6)
     alleles = (rng.random((50, 53)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 53: a ragged last byte
     records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
     minor_is_alt = 2 * alleles[records].sum(axis=1) <= 53
-    hap_starts, hap_records, alt_major = minor_alleles(np.packbits(alleles[records], axis=1), 53, minor_is_alt,
-                                                       n_strips)
+    packed = np.packbits(alleles[records], axis=1)
+
+    def blocks():
+        return (packed[lo:lo + block_rows] for lo in range(0, len(packed), block_rows))
+
+    hap_starts, hap_records, alt_major = minor_alleles(blocks, 53, minor_is_alt, n_strips)
     assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
     for h in range(53):
