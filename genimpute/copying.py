@@ -75,11 +75,11 @@ def pbwt_index(alleles: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, 
     their reversed alleles before site j. allele_words (t, H // 64 + 1)
     uint64: bit k of word w of row j the allele at site j of order[j, 64 w
     + k]; word_zeros (t, H // 64 + 1): the 0 alleles at site j among
-    order[j, :64 w]. From the two, _zeros_before counts what a (t, H + 1)
-    table of counts held: with it and a copy of the alleles, each direction
-    took 5 bytes per site and haplotype up to 65,534 haplotypes (32,767
-    samples) and 9 beyond; now 2.2 (order and word_zeros uint16) and 4.2
-    (int32)."""
+    order[j, :64 w]. _zeros_before counts from the two what a (t, H + 1)
+    table of counts would hold: each direction takes 2.2 bytes per site and
+    haplotype up to 65,534 haplotypes (32,767 samples; order and word_zeros
+    uint16) and 4.2 beyond (int32), where such a table and the copy of the
+    alleles its walk read took 5 and 9."""
     t, n = alleles.shape
     dtype = np.uint16 if n < np.iinfo(np.uint16).max else np.int32
     order = np.empty((t + 1, n), dtype=dtype)
@@ -322,10 +322,11 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
 def _scan_minor(packed, first, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
     """Advance cursor[h] once for each record r (numbered from `first`)
     whose minor allele haplotype h carries, records ascending, first writing
-    r to hap_records[cursor[h]] unless hap_records is empty (a count). Each of n_strips threads reads
-    its own strip of every packed row and fills its strip's haplotypes' lists:
-    the lists are disjoint, so the output is the same for any n_strips, and
-    the writes, scattered over every haplotype's list, are most of the time."""
+    r to hap_records[cursor[h]] unless hap_records is empty (a count). Each
+    of n_strips threads reads its own strip of every packed row and fills
+    its strip's haplotypes' lists: the lists are disjoint, so the output is
+    the same for any n_strips, and the writes, scattered over every
+    haplotype's list, are most of the time."""
     n_bytes = packed.shape[1]
     width = (n_bytes + n_strips - 1) // n_strips
     for strip in nb.prange(n_strips):
