@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
-from genimpute import imputation
+from genimpute import copying, imputation
 from genimpute.config import CopyingSettings
 from genimpute.copying import POSTERIOR_FLOOR, ContigModel, _zeros_before, minor_alleles, pbwt_index
 from genimpute.copying_engine import CopyingEngine
@@ -46,7 +46,7 @@ def _random_model(seed: int, m: int, h: int, typed_share: float):
 
 
 def _zeros_before_every_place(index, j: int) -> list:
-    """_zeros_before(index, j, i) for i = 0 .. H."""
+    """_zeros_before at site j of a pbwt_index, for every place i = 0 .. H."""
     order, words, word_zeros = index
     return [_zeros_before(words, word_zeros, j, i) for i in range(order.shape[1] + 1)]
 
@@ -81,6 +81,25 @@ def test_pbwt_index_is_uint16_while_every_value_fits(n_haplotypes, dtype):
     for j in range(3):
         expected = np.concatenate([[0], np.cumsum(alleles[j, order[j]] == 0)])
         assert np.array_equal(_zeros_before_every_place(index, j), expected)
+
+
+def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a_missing_call():
+    rng = np.random.default_rng(2)
+    alleles = rng.integers(0, 2, (40, 70)).astype(np.uint8)  # 70 haplotypes: two words of bits
+    query = (alleles[:, 5] ^ (rng.random(40) < 0.1)).astype(np.int8)
+    query[::6] = -1
+    k = 3
+    sightings = copying._sightings(pbwt_index(alleles), pbwt_index(alleles, reverse=True), query[:, None],
+                                   np.arange(1), k, np.full(1, -1))[0]
+    orders = [np.lexsort([np.arange(70), *alleles[:j]]) for j in range(41)]  # by the reversed prefix, as tested above
+    place = 0
+    for j in range(40):
+        call = query[j] if query[j] >= 0 else alleles[j, orders[j][min(place, 69)]]
+        in_order = alleles[j, orders[j]]
+        below = int((in_order[:place] == 0).sum())
+        place = below if call == 0 else int((in_order == 0).sum()) + place - below
+        expected = orders[j + 1][max(0, place - k):place + k].tolist()
+        assert sightings[j, :2 * k].tolist() == expected + [-1] * (2 * k - len(expected))
 
 
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, offset):
