@@ -50,6 +50,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.config import CopyingSettings
+from genimpute.panel import packed_blocks
 
 SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 128 x H uint16 and int32 per thread
 # The sweeps' sums over states may be reordered (vectorised): half the
@@ -715,14 +716,8 @@ class ContigModel:
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
         return (records, self.weights[start:stop], record_gap, gap_first,
-                *minor_alleles(lambda: self._packed_blocks(records), self.panel.n_haplotypes, minor_is_alt,
-                               nb.get_num_threads()))
-
-    def _packed_blocks(self, records: np.ndarray):
-        """The records' packed panel rows, about PACKED_BLOCK bytes at a time."""
-        step = max(1, PACKED_BLOCK // self.panel.packed.shape[1])
-        for lo in range(0, len(records), step):
-            yield self.panel.packed[records[lo:lo + step]]
+                *minor_alleles(lambda: packed_blocks(self.panel.packed, PACKED_BLOCK, records),
+                               self.panel.n_haplotypes, minor_is_alt, nb.get_num_threads()))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -23,7 +23,7 @@ from genimpute.identity import report_samples_in_panel, sample_audit_path
 from genimpute.io.file_rows import RowSpool
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
 from genimpute.io.vcf_reader import TargetData, read_target
-from genimpute.io.vcf_writer import FormatFields, VcfWriter
+from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource
 from genimpute.panel import Alignment, ReferencePanel, align_target, is_compact, read_reference
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls
@@ -137,8 +137,7 @@ def _summary(target: TargetData, aln: Alignment, matches, filled: dict, records_
 
 def _check_options(out, batch_samples: int, audit, force: bool) -> None:
     """Stop on what would fail only after the inputs are read."""
-    if not Path(out).parent.is_dir():  # before the panel is read: its records are spooled there
-        raise InputError(f"output {out}: directory {Path(out).parent} does not exist")
+    check_output_directory(out)  # before the panel is read: its records are spooled there
     if batch_samples < 1:
         raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
     for report in ([audit, sample_audit_path(audit)] if audit is not None else []):

@@ -36,12 +36,12 @@ def _split(blob: np.ndarray) -> list:
 _ONES_IN_BYTE = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
-def packed_blocks(packed, block_bytes: int = 64 << 20):
-    """The rows of packed (M, W), an array or FileRows, a block of about
-    block_bytes at a time."""
+def packed_blocks(packed, block_bytes: int = 64 << 20, rows: np.ndarray | None = None):
+    """The rows of packed (M, W), an array or FileRows (every one, or those
+    numbered in `rows`, in its order), a block of about block_bytes at a time."""
     step = max(1, block_bytes // max(1, packed.shape[1]))
-    for start in range(0, len(packed), step):
-        yield packed[start:start + step]
+    for start in range(0, len(packed) if rows is None else len(rows), step):
+        yield packed[start:start + step] if rows is None else packed[rows[start:start + step]]
 
 
 def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:

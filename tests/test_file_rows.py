@@ -11,7 +11,7 @@ from paths import PANEL
 
 from genimpute.errors import CheckpointError
 from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
-from genimpute.panel import ReferencePanel, read_reference
+from genimpute.panel import ReferencePanel, packed_blocks, read_reference
 
 ROWS = np.random.default_rng(3).integers(0, 256, size=(500, 37), dtype=np.uint8)
 
@@ -100,3 +100,11 @@ def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
     os.utime(path, ns=(0, 0))
     with pytest.raises(CheckpointError, match="changed while in use"):
         loaded.haplotypes(rows)
+
+
+@pytest.mark.parametrize("rows", [None, np.array([0, 2, 3, 7, 8, 9, 12, 499])])
+def test_packed_blocks_give_the_rows_in_blocks_of_the_size_asked(stored, rows):
+    for source in (ROWS, npz_rows(stored, "rows")):
+        blocks = list(packed_blocks(source, block_bytes=3 * 37, rows=rows))  # three 37-byte rows a block
+        assert [len(b) for b in blocks[:-1]] == [3] * (len(blocks) - 1) and 0 < len(blocks[-1]) <= 3
+        np.testing.assert_array_equal(np.concatenate(blocks), ROWS if rows is None else ROWS[rows])

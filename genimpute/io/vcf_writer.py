@@ -416,6 +416,13 @@ def _remove_stale_temporaries(path: Path) -> None:
             pass
 
 
+def check_output_directory(path: str | Path) -> None:
+    """Refuse an output path whose directory does not exist."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"output {path}: directory {path.parent} does not exist")
+
+
 class VcfWriter:
     """Context manager writing a bgzipped VCF to a hidden temporary file next
     to `path`; on a clean exit it is indexed and renamed to `path`, on an
@@ -427,8 +434,7 @@ class VcfWriter:
             raise InputError(f"output {self.path}: expected a name ending in .vcf.gz")
         if self.path.exists() and not force:
             raise InputError(f"output {self.path}: exists; pass --force to overwrite")
-        if not self.path.parent.is_dir():
-            raise InputError(f"output {self.path}: directory {self.path.parent} does not exist")
+        check_output_directory(self.path)
         self.tmp = self.path.with_name(f".tmp{os.getpid()}.{self.path.name}")
         self.records = 0
         _remove_stale_temporaries(self.path)
