@@ -90,6 +90,20 @@ def main(ctx, verbose, quiet):
     skip_final_collection()
 
 
+def _limit_threads(_ctx, _param, threads):
+    if threads is not None:
+        from genimpute.runtime import limit_threads
+
+        limit_threads(threads)
+
+
+def _threads_option(command):
+    """--threads, applied before the command runs (a scheduler's job is given N cores)."""
+    return click.option("--threads", type=click.IntRange(min=1), default=None, expose_value=False,
+                        callback=_limit_threads, help="Threads to run on [default: the cores this process may use; "
+                        "the output does not depend on it].")(command)
+
+
 _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/genimpute/model]."
 
 
@@ -149,6 +163,7 @@ _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/
                    "its backbone and model size replace --model, --dim, --layers, --heads, --rows-per-gap and --neighbours.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
 @click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
+@_threads_option
 @click.pass_context
 def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
           layers, heads, rows_per_gap, neighbours, evidence, body_rows, local_columns, unsure, maf_weight, genetic_map,
@@ -215,6 +230,7 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
 @click.option("--format", "fields", default="GT:DS:GP", show_default=True,
               help="FORMAT fields of imputed and typed records: GT and any of DS, HDS (each haplotype's dosage) and "
                    "GP, written in that order. GT:DS is half the text of GT:DS:GP, and a large cohort's run the faster.")
+@_threads_option
 @click.pass_context
 def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
            audit, engine, ne, batch_samples, fields):
@@ -249,6 +265,7 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Genetic map placing the records in cM (PLINK or shapeit4 format) [default: 1 cM per Mb].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
+@_threads_option
 def panel(ref, out, genetic_map, force):
     """Convert a reference panel VCF/BCF into a compact file (bit-packed
     haplotypes, records, genetic positions) that `impute --ref` and `train

@@ -32,7 +32,6 @@ What the phasers need, and how it is met here:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -47,6 +46,7 @@ from genimpute.errors import InputError
 from genimpute.io.genetic_map import GeneticMap, read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
 from genimpute.io.vcf_writer import COLUMNS, FILE_FORMAT, FORMAT_LINES
+from genimpute.runtime import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray, contig: 
         # calls: with fewer than two, every order is as good as the phaser's
         log.debug("phasing %s: no sample has two heterozygous calls; nothing to phase", contig)
         return haps.astype(np.int8, copy=True)
-    threads = threads or _cpu_count()
+    threads = threads or usable_cores()
     ref_names = _vcf_names(ref_samples, "ref_", set())
     target_names = _vcf_names(samples, "target_", set(ref_names))
     records = _Records(contig, positions, refs, alts)
@@ -190,13 +190,6 @@ def _check_arrays(haps, ref_haps, positions, refs, alts, samples, ref_samples) -
         raise ValueError("haps: expected 0, 1 or MISSING alleles, and ABSENT only as a second haplotype")
     if not np.isin(ref_haps, (0, 1)).all():
         raise ValueError("ref_haps: expected alleles 0 and 1")
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 _UNSAFE_NAME = re.compile(r"\s")

@@ -6,6 +6,8 @@ import atexit
 import ctypes
 import gc
 import logging
+import os
+import sys
 from typing import TYPE_CHECKING
 
 from threadpoolctl import threadpool_limits
@@ -16,6 +18,39 @@ if TYPE_CHECKING:
     import torch
 
 log = logging.getLogger(__name__)
+
+_thread_limit: int | None = None  # --threads, once given
+
+
+def usable_cores() -> int:
+    """Threads a command runs on: --threads if it was given, else the cores
+    this process may run on (a scheduler's CPU set, where the OS tells it)."""
+    if _thread_limit is not None:
+        return _thread_limit
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def limit_threads(n: int) -> None:
+    """Run on n threads (--threads): the copying engine's and the writer's
+    compiled loops, torch's operations, BGZF compression and the phaser.
+    A batch scheduler that counts a job's cores may not confine it to them,
+    and every pool would otherwise take all the machine's. numba's pool is
+    sized when it starts (to the CPU set), so n beyond that runs as many as
+    it holds; outputs do not depend on n."""
+    global _thread_limit
+    import numba
+
+    if n < 1:
+        raise GenimputeError(f"--threads: expected at least 1; found {n}")
+    _thread_limit = n
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    else:  # read by torch when it is imported
+        os.environ["OMP_NUM_THREADS"] = str(n)
 
 
 def pick_device(name: str = "auto") -> torch.device:

@@ -14,7 +14,7 @@ import pytest
 from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
-from genimpute import copying, imputation
+from genimpute import copying, imputation, runtime
 from genimpute.config import CopyingSettings
 from genimpute.copying import POSTERIOR_FLOOR, ContigModel, _zeros_before, minor_alleles, pbwt_index
 from genimpute.copying_engine import CopyingEngine
@@ -289,6 +289,23 @@ def test_outputs_do_not_depend_on_the_thread_count():
 def _records(path):
     with gzip.open(path, "rt") as handle:
         return [line.split("\t") for line in handle if not line.startswith("#")]
+
+
+def test_threads_caps_the_engines_and_the_writers_threads_and_leaves_the_output_as_it_was(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime, "_thread_limit", None)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(tmp_path / "all.vcf.gz")])
+    previous = numba.get_num_threads()
+    try:
+        run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--threads", "1",
+             "--out", str(tmp_path / "one.vcf.gz")])
+        assert numba.get_num_threads() == 1 and runtime.usable_cores() == 1
+        assert os.environ["OMP_NUM_THREADS"] == "1"  # torch, when a model is run, reads it
+    finally:
+        numba.set_num_threads(previous)
+    assert _records(tmp_path / "one.vcf.gz") == _records(tmp_path / "all.vcf.gz")
+    refused = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--threads", "0"], ok=False)
+    assert refused.exit_code == 2 and "--threads" in refused.output
 
 
 def test_impute_with_the_copying_engine_writes_every_record(tmp_path):

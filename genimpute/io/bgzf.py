@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from zlib_ng import zlib_ng
 
+from genimpute.runtime import usable_cores
+
 BLOCK = 0xFF00  # uncompressed bytes per block, as htslib
 LEVEL = 6  # zlib's default, as htslib's "wb"
 # the empty block that ends every BGZF file (SAM/BAM specification, 4.1.2)
@@ -32,20 +34,12 @@ def compress_block(data: bytes, level: int = LEVEL) -> bytes:
     return header + body + struct.pack("<II", zlib_ng.crc32(data), len(data))
 
 
-def _usable_cores() -> int:
-    """Cores this process may run on (a scheduler's CPU set, where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 class BgzfWriter:
     """Write bytes to `path` as BGZF; close() finishes the file with the EOF block."""
 
     def __init__(self, path: str | os.PathLike, threads: int | None = None):
         self.handle = open(path, "wb")
-        self.threads = threads or min(4, _usable_cores())
+        self.threads = threads or min(4, usable_cores())
         self.pool = ThreadPoolExecutor(max_workers=self.threads)
         self.pending: deque = deque()
         self.buffer = bytearray()

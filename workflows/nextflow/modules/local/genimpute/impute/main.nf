@@ -19,7 +19,7 @@ process GENIMPUTE_IMPUTE {
     def region_arg = region ? "--region ${region}" : ''
     prefix = task.ext.prefix ?: "${meta.id}" + (region ? "_" + region.replaceAll(/[:\-]/, '_') : '')
     """
-    genimpute impute ${target} --model ${model} --out ${prefix}.vcf.gz ${region_arg} ${args}
+    genimpute impute ${target} --model ${model} --out ${prefix}.vcf.gz --threads ${task.cpus} ${region_arg} ${args}
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

@@ -18,7 +18,7 @@ process GENIMPUTE_TRAIN {
     def args = task.ext.args ?: ''
     prefix = task.ext.prefix ?: "${meta.id}_model"
     """
-    genimpute train --ref ${panel} --array ${array} --out ${prefix} ${args}
+    genimpute train --ref ${panel} --array ${array} --out ${prefix} --threads ${task.cpus} ${args}
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
