@@ -9,7 +9,6 @@ output is scored against the truth into one report.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from genimpute.evaluation import Evaluation, evaluate
 from genimpute.io.array_list import read_array_list
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import open_vcf
+from genimpute.runtime import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +142,13 @@ def _run_genimpute(plan: _Plan) -> tuple[list, Path]:
     if plan.train:
         shutil.rmtree(plan.model, ignore_errors=True)
         steps.append(run_timed("genimpute", "train", _genimpute(
-            ["train", "--ref", plan.ref, "--array", plan.array, "--out", plan.model, *with_map, *plan.train_args]),
+            ["train", "--ref", plan.ref, "--array", plan.array, "--out", plan.model, "--threads", plan.threads,
+             *with_map, *plan.train_args]),
             plan.logs / "genimpute_train.log"))
     output = plan.out_dir / "genimpute.vcf.gz"
     steps.append(run_timed("genimpute", "impute", _genimpute(
-        ["impute", plan.targets, "--model", plan.model, *with_map, "--out", output, "--force"]),
+        ["impute", plan.targets, "--model", plan.model, "--threads", plan.threads, *with_map, "--out", output,
+         "--force"]),
         plan.logs / "genimpute_impute.log"))
     return steps, output
 
@@ -215,7 +217,7 @@ def run_benchmark(
     out_dir = Path(out_dir)
     _check_inputs(out_dir, force, [ref, array, truth, genetic_map, samples, model])
     (out_dir / "logs").mkdir(parents=True, exist_ok=True)
-    threads = threads or os.cpu_count() or 1
+    threads = threads or usable_cores()
     tools = available_tools(list(tools))
     if not tools:
         raise InputError("expected at least one tool to run; found none")
