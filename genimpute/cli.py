@@ -335,7 +335,8 @@ def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
 @click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None,
               help="PLINK genetic map, passed to Beagle and to genimpute's train and impute.")
 @click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Samples table ('sample', 'population') for per-population scores.")
-@click.option("--threads", type=int, default=None, help="Threads for every tool [default: the cores this process may use].")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Threads for every tool [default: the cores this process may use].")
 @click.option("--force", is_flag=True, help="Replace an existing report in OUT.")
 def benchmark(ref, array, truth, out_dir, tools, model_dir, steps, max_minutes, genetic_map, samples, threads, force):
     """Mask TRUTH to the ARRAY, impute with genimpute, Beagle and Minimac4,

@@ -12,6 +12,7 @@ from cli_helpers import run
 from paths import ARRAY, PANEL, TARGET_TRUTH
 from tools import require, run_tool
 
+from genimpute import benchmark
 from genimpute.benchmark import ToolError, available_tools, mask_to_array, run_timed
 from genimpute.config import BENCHMARK_TOOLS
 from genimpute.errors import InputError
@@ -171,6 +172,18 @@ def test_run_timed_stdout_goes_to_its_own_file(tmp_path):
 
 
 # --- available_tools ---------------------------------------------------------
+
+def test_genimpute_trains_and_imputes_on_the_threads_the_other_tools_get(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(benchmark, "run_timed", lambda tool, step, cmd, log_path: commands.append(cmd))
+    plan = benchmark._Plan(ref=PANEL, array=ARRAY, targets=tmp_path / "targets.vcf.gz", out_dir=tmp_path, threads=3,
+                           genetic_map=None, model=tmp_path / "model", train=True, train_args=[])
+    benchmark._run_genimpute(plan)
+    assert [cmd[cmd.index("-q") + 1] for cmd in commands] == ["train", "impute"]
+    assert all(cmd[cmd.index("--threads") + 1] == 3 for cmd in commands)
+    assert run(["benchmark", "--ref", str(PANEL), "--array", str(ARRAY), "--truth", str(TARGET_TRUTH),
+                "--threads", "0"], ok=False).exit_code == 2
+
 
 def test_available_tools_unknown_name():
     with pytest.raises(InputError) as info:
