@@ -6,9 +6,9 @@
 # the README's quickstart (`bash examples/quickstart.sh`, in the runtime image
 # with the checkout's examples/ mounted), an imputation in a fresh container
 # from the example panel and from a 32,768-sample one (docker/wide_panel.py),
-# and the README's test command (`python -m pytest -q`, in the test image). Prints each step's result and
-# wall time and a summary; exits non-zero if any step fails. The whole output
-# also goes to OUT_DIR/container_build.log.
+# and the README's test command (`python -m pytest -q`, in the test image).
+# Prints each step's result and wall time and a summary; exits non-zero if
+# any step fails. The whole output also goes to OUT_DIR/container_build.log.
 #
 #   bash benchmarks/container_build.sh        (as root: debootstrap and rootful podman)
 #   bash benchmarks/container_build.sh clean  (removes CACHE_DIR, podman's storage included)

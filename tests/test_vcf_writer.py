@@ -528,3 +528,15 @@ def test_the_index_written_with_the_file_finds_what_tabix_own_index_finds(tmp_pa
         want = [(c, p) for c, p, length in expected if c == contig and p - 1 < stop and p - 1 + length > start]
         assert [(r.split("\t")[0], int(r.split("\t")[1])) for r in ours] == want
         assert ours == list(theirs_file.fetch(contig, start, stop))
+
+
+def test_the_writers_compression_pools_take_no_more_than_threads(tmp_path, monkeypatch):
+    from genimpute import runtime
+    from genimpute.io.bgzf import BgzfWriter
+    from genimpute.io.spool import ColumnSpool
+
+    monkeypatch.setattr(runtime, "_thread_limit", 1)  # as --threads 1 sets it
+    writer = BgzfWriter(tmp_path / "x.gz")
+    writer.close()
+    with ColumnSpool(tmp_path) as spool:
+        assert writer.threads == 1 and spool.pool._max_workers == 1

@@ -19,6 +19,7 @@ import numpy as np
 from zlib_ng import zlib_ng
 
 from genimpute.io.vcf_writer import ColumnText
+from genimpute.runtime import usable_cores
 
 LEVEL = 1  # the text is regular: level 1 keeps it to about 5%, several times faster than 6
 
@@ -28,9 +29,9 @@ class ColumnSpool:
     the same order; joined() then gives each chunk with the batches' columns
     side by side, and empties the spool for the next window."""
 
-    def __init__(self, directory: str | Path, threads: int = 2):
+    def __init__(self, directory: str | Path, threads: int | None = None):
         self.file = tempfile.TemporaryFile(dir=directory, prefix=".genimpute-spool.")
-        self.pool = ThreadPoolExecutor(max_workers=threads)
+        self.pool = ThreadPoolExecutor(max_workers=threads or min(2, usable_cores()))
         self.pending: deque = deque()  # (compressed text to come, record ends) of each chunk put
         self.parts: list[tuple[int, int, np.ndarray]] = []  # (offset, size, record ends) of each chunk, in put order
 
