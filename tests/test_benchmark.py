@@ -171,8 +171,6 @@ def test_run_timed_stdout_goes_to_its_own_file(tmp_path):
     assert sorted(both.read_text().splitlines()) == ["to stderr", "to stdout"]
 
 
-# --- available_tools ---------------------------------------------------------
-
 def test_genimpute_trains_and_imputes_on_the_threads_the_other_tools_get(tmp_path, monkeypatch):
     commands = []
     monkeypatch.setattr(benchmark, "run_timed", lambda tool, step, cmd, log_path: commands.append(cmd))
@@ -184,6 +182,8 @@ def test_genimpute_trains_and_imputes_on_the_threads_the_other_tools_get(tmp_pat
     assert run(["benchmark", "--ref", str(PANEL), "--array", str(ARRAY), "--truth", str(TARGET_TRUTH),
                 "--threads", "0"], ok=False).exit_code == 2
 
+
+# --- available_tools ---------------------------------------------------------
 
 def test_available_tools_unknown_name():
     with pytest.raises(InputError) as info:
