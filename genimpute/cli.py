@@ -225,8 +225,8 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
 @click.option("--ne", type=float, default=CopyingSettings.ne, show_default=True,
               help="Effective population size in the copying engine's switch rate.")
 @click.option("--batch-samples", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Target samples imputed at once; a larger cohort goes through in batches (memory as one batch's, "
-                   "output the same).")
+              help="Target samples imputed at most at once; a larger cohort goes through in batches (memory as one "
+                   "batch's, output the same). Fewer where a batch's output over a window would pass 0.5 GB.")
 @click.option("--format", "fields", default="GT:DS:GP", show_default=True,
               help="FORMAT fields of imputed and typed records: GT and any of DS, HDS (each haplotype's dosage) and "
                    "GP, written in that order. GT:DS is half the text of GT:DS:GP, and a large cohort's run the faster.")

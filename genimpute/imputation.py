@@ -26,7 +26,7 @@ from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource
 from genimpute.panel import Alignment, ReferencePanel, align_target, is_compact, read_reference
-from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls
+from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls, samples_per_batch
 from genimpute.regions import Region
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,9 @@ def impute(
     settings, else the model directory's backbone; `ref`: the panel, else the
     model directory's. `region`: write only its records, with the values of
     a whole-contig run. `validate_fraction`: first estimate accuracy on that
-    share of the typed sites, hidden. Samples go in batches of
-    `batch_samples` (the output does not depend on it); `fields`: FORMAT."""
+    share of the typed sites, hidden. Samples go in batches of at most
+    `batch_samples` (records.samples_per_batch; the output does not depend
+    on it); `fields`: FORMAT."""
     started = time.monotonic()
     _check_options(out, batch_samples, audit, force)
     genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once: panel and phaser
@@ -86,7 +87,8 @@ def impute(
         meta = _header_meta(engine, ref)
         validation = _validation(engine, validate_fraction, seed, in_region, meta)
         filled = engine.fill_missing(in_region)
-        records = CohortRecords(panel, target, aln, typed_mask, filled, fields, batch_samples)
+        records = CohortRecords(panel, target, aln, typed_mask, filled, fields,
+                                samples_per_batch(batch_samples, windows))
         with VcfWriter(out, force=force) as writer:
             writer.write_header(target.samples, [c.name for c in header_contigs], meta, fields)
             n_imputed = records.write(writer, contigs, region, in_region, windows, engine.probabilities, progress,

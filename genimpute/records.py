@@ -254,6 +254,24 @@ def _events(panel, target, aln, contig: Contig, typed_mask) -> list[tuple[int, i
     return events
 
 
+# A batch's P(alt) at a window's untyped records, 4 bytes per haplotype and
+# record, is held whole while the window's records are formatted: at most
+# this much, so that a window dense in untyped records (a sequenced panel of
+# many rare variants, a long segment) shrinks the batch, not the run's memory.
+BATCH_OUTPUT_BYTES = 500_000_000
+
+
+def samples_per_batch(batch_samples: int, windows_by_contig: dict) -> int:
+    """batch_samples, or fewer where a batch's output over the window of
+    most untyped records would pass BATCH_OUTPUT_BYTES."""
+    most = max((len(w.predicted) for windows in windows_by_contig.values() for w in windows), default=0)
+    fitting = max(1, BATCH_OUTPUT_BYTES // (2 * 4 * max(most, 1)))
+    if fitting < batch_samples:
+        log.info("batches of %d samples, not %d: a window has %d untyped records (%.2f GB of output for %d samples)",
+                 fitting, batch_samples, most, 8 * most * batch_samples / 1e9, batch_samples)
+    return min(batch_samples, fitting)
+
+
 def sample_batches(n_samples: int, batch_samples: int) -> list[slice]:
     """Consecutive batches of target samples, each imputed and formatted on
     its own: the memory of a run is that of one batch, whatever the cohort."""

@@ -5,8 +5,10 @@ plain run) or stops with a clear message."""
 
 import gzip
 import logging
+from types import SimpleNamespace
 
 import cyvcf2
+import numpy as np
 import pytest
 import vcf_edit
 from cli_helpers import run
@@ -204,6 +206,38 @@ def test_batches_of_samples_over_many_segments_write_the_bytes_of_one_batch(tmp_
         with gzip.open(out, "rt") as handle:
             bodies.append([line for line in handle if not line.startswith("#")])
     assert summary["windows"] >= 5
+    assert bodies[0] == bodies[1]
+
+
+def test_a_batch_holds_fewer_samples_where_its_output_over_a_window_would_pass_the_cap(monkeypatch):
+    from genimpute import records
+
+    windows = {"20": [SimpleNamespace(predicted=np.arange(50)), SimpleNamespace(predicted=np.arange(100))], "21": []}
+    monkeypatch.setattr(records, "BATCH_OUTPUT_BYTES", 100 * 2 * 4 * 30)  # 30 samples' P(alt) at 100 records
+    assert records.samples_per_batch(1000, windows) == 30
+    assert records.samples_per_batch(20, windows) == 20
+    assert records.samples_per_batch(1000, {"20": []}) == 1000
+    monkeypatch.setattr(records, "BATCH_OUTPUT_BYTES", 1)
+    assert records.samples_per_batch(1000, windows) == 1
+
+
+def test_batches_shrunk_to_the_output_cap_write_the_bytes_of_one_batch(tmp_path, monkeypatch, caplog):
+    from genimpute import records
+    from genimpute.config import CopyingSettings
+    from genimpute.modeldir import PRETRAINED_DIR
+
+    bodies = []
+    for cap in (records.BATCH_OUTPUT_BYTES, 1):  # 1 byte: a sample a batch
+        monkeypatch.setattr(records, "BATCH_OUTPUT_BYTES", cap)
+        out = tmp_path / f"cap{cap}.vcf.gz"
+        with caplog.at_level(logging.INFO, logger="genimpute.records"):
+            impute(TARGET_PHASED, PRETRAINED_DIR, out, "cpu", progress=False, ref=PANEL,
+                   copying=CopyingSettings(segment_sites=15, margin_sites=5))
+        with gzip.open(out, "rt") as handle:
+            bodies.append([line for line in handle if not line.startswith("#")])
+    n_samples = len(cyvcf2.VCF(str(TARGET_PHASED)).samples)
+    assert any(r.getMessage().startswith("batches of 1 samples, not 1000") for r in caplog.records)
+    assert any(r.getMessage().startswith(f"{n_samples} target samples in {n_samples} batches") for r in caplog.records)
     assert bodies[0] == bodies[1]
 
 
