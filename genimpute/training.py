@@ -95,7 +95,7 @@ def train(
     out = Path(out)
     init_model, config = initial_weights(init, resume, config)
     _check_family_settings(config)
-    refs, arrays, panels = _read_panels(ref, array, genetic_map)
+    refs, arrays, panels = _read_panels(ref, array, genetic_map, out)
     fingerprint = panels_fingerprint(panels)
     checkpoint, config = checkpoint_to_resume(out, resume, fingerprint, refs, config)
     _prepare_out(out, panels, dist)
@@ -118,12 +118,15 @@ def _check_family_settings(config: RunConfig) -> None:
     batch_family(backbone(config.model.name).model).check_settings(config)
 
 
-def _read_panels(ref: str | Path | list, array: str | Path | list,
-                 genetic_map: str | Path | None) -> tuple[list, list, list]:
-    """(panel paths, array paths, one per panel, [(panel, typed mask)])."""
+def _read_panels(ref: str | Path | list, array: str | Path | list, genetic_map: str | Path | None,
+                 out: Path) -> tuple[list, list, list]:
+    """(panel paths, array paths, one per panel, [(panel, typed mask)]);
+    a VCF panel's records spooled beside `out` (in its nearest directory
+    that exists: `out` is made once the inputs are checked)."""
     refs, arrays = ([p] if isinstance(p, (str, Path)) else list(p) for p in (ref, array))
     arrays = array_per_panel(refs, arrays)
-    return refs, arrays, training_panels(refs, arrays, genetic_map)
+    spool_dir = next(d for d in out.absolute().parents if d.is_dir())
+    return refs, arrays, training_panels(refs, arrays, genetic_map, spool_dir)
 
 
 def _prepare_out(out: Path, panels: list, dist: Distributed) -> None:

@@ -14,7 +14,8 @@ from genimpute.errors import InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.genetic_map import GeneticMap
 from genimpute.modeldir import PanelRecord
-from genimpute.panel import ReferencePanel, array_typed_mask, read_reference
+from genimpute.io.file_rows import RowSpool
+from genimpute.panel import ReferencePanel, array_typed_mask, is_compact, read_reference
 from genimpute.windows import Window, contig_rows, window_for_block
 
 log = logging.getLogger(__name__)
@@ -87,13 +88,13 @@ def array_per_panel(refs: list, arrays: list) -> list:
     return arrays * len(refs) if len(arrays) == 1 else arrays
 
 
-def training_panels(refs: list, arrays: list,
-                    genetic_map: str | Path | None) -> list[tuple[ReferencePanel, np.ndarray]]:
+def training_panels(refs: list, arrays: list, genetic_map: str | Path | None,
+                    spool_dir: str | Path) -> list[tuple[ReferencePanel, np.ndarray]]:
     """Each panel, with the map's genetic positions if given, and its (records,) typed mask."""
     genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once for every panel
     panels = []
     for ref, array in zip(refs, arrays):
-        panel = read_reference(ref).in_memory()
+        panel = _in_memory(ref, spool_dir)
         if genetic_map is not None:
             panel = panel.with_genetic_map(genetic_map)
         typed_mask = array_typed_mask(panel, read_array_list(array))
@@ -101,6 +102,17 @@ def training_panels(refs: list, arrays: list,
                  typed_mask.sum(), array)
         panels.append((panel, typed_mask))
     return panels
+
+
+def _in_memory(ref: str | Path, spool_dir: str | Path) -> ReferencePanel:
+    """The panel with its packed records in one array. A VCF/BCF's go
+    through a spool in `spool_dir` as they are read: gathered in memory,
+    their blocks and the array joined from them took twice the packed panel
+    (3.0 GB for 16,000 samples over 10 Mb; BENCHMARKS.md)."""
+    if is_compact(ref):
+        return read_reference(ref).in_memory()
+    with RowSpool(spool_dir) as spool:
+        return read_reference(ref, spool).in_memory()
 
 
 def panels_fingerprint(panels: list[tuple[ReferencePanel, np.ndarray]]) -> str:
