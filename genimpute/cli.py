@@ -281,7 +281,8 @@ def panel(ref, out, genetic_map, force):
 
 
 @main.command()
-@click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Reference panel VCF/BCF whose contigs are split.")
+@click.option("--ref", required=True, type=click.Path(dir_okay=False),
+              help="Reference panel whose contigs are split: VCF/BCF, or compact (`genimpute panel`; read at once).")
 @click.option("--size", default="5Mb", show_default=True, help="Chunk length: 5Mb, 250kb, 100000.")
 @click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="Chunk list file (- for stdout).")
 def chunks(ref, size, out):
@@ -289,7 +290,7 @@ def chunks(ref, size, out):
     line. Chunks tile each contig from 1, the last open-ended, so every
     record falls in exactly one; no buffer is needed, because impute plans
     windows over the whole contig whatever the region."""
-    from genimpute.io.vcf_reader import contig_spans
+    from genimpute.panel import contig_spans
     from genimpute.regions import parse_size, plan_chunks
 
     regions = _run(plan_chunks, _run(contig_spans, ref), _run(parse_size, size, "--size"))

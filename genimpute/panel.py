@@ -17,6 +17,7 @@ from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
+from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +242,21 @@ def read_reference(path: str | Path, spool: RowSpool | None = None) -> Reference
         raise CheckpointError(f"{path}: expected a compact panel of format {COMPACT_FORMAT}; found {found} "
                               "(rebuild it with `genimpute panel`)")
     return ReferencePanel.load(path)
+
+
+def contig_spans(path: str | Path) -> dict:
+    """{contig: (first, last) record position} of a panel, contigs in file
+    order: a compact panel's from its positions, a VCF/BCF's by reading it
+    through (minutes for a large panel)."""
+    if not is_compact(path):
+        return vcf_contig_spans(path)
+    panel = read_reference(path)
+    spans = {}
+    for c, name in enumerate(panel.contig_names):
+        positions = panel.positions[panel.contig_index == c]
+        if len(positions):
+            spans[name] = (int(positions[0]), int(positions[-1]))
+    return spans
 
 
 def array_typed_mask(panel: ReferencePanel, sites: ArraySites) -> np.ndarray:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pytest
+import vcf_edit
 from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
@@ -538,21 +539,11 @@ def test_posteriors_of_some_sites_are_those_rows_of_all_the_sites():
     np.testing.assert_allclose(every.sum(axis=1), 1, rtol=1e-5)
 
 
-def _on_two_contigs(source, path):
-    """The VCF at source with its records again on contig 21."""
-    with gzip.open(source, "rt") as handle:
-        lines = handle.read().splitlines()
-    header = [line for line in lines if line.startswith("#")]
-    body = [line for line in lines if not line.startswith("#")]
-    path.write_text("\n".join([*header, *body, *("21" + line[line.index("\t"):] for line in body)]) + "\n")
-    return path
-
-
 def test_the_engine_frees_a_contigs_index_when_it_moves_to_the_next(tmp_path):
     from genimpute.copying_engine import CopyingEngine
 
-    panel = ReferencePanel.from_vcf(_on_two_contigs(PANEL, tmp_path / "panel.vcf"))
-    target = read_target(_on_two_contigs(TARGET_PHASED, tmp_path / "target.vcf"))
+    panel = ReferencePanel.from_vcf(vcf_edit.on_two_contigs(PANEL, tmp_path / "panel.vcf"))
+    target = read_target(vcf_edit.on_two_contigs(TARGET_PHASED, tmp_path / "target.vcf"))
     aln = align_target(panel, target)
     engine = CopyingEngine(panel, aln, aln.typed_records(len(panel)), CopyingSettings(),
                            np.full(len(target.samples), -1))

@@ -95,6 +95,15 @@ def test_chunked_imputation_concatenates_to_the_single_run(missing_calls, tmp_pa
     assert scores[0] == scores[1]
 
 
+def test_chunks_of_a_compact_panel_are_those_of_its_vcf(tmp_path):
+    vcf = vcf_edit.on_two_contigs(PANEL, tmp_path / "panel.vcf")
+    compact = tmp_path / "panel.gpanel"
+    run(["-q", "panel", str(vcf), "--out", str(compact)])
+    lists = [run(["chunks", "--ref", str(ref), "--size", "25kb"]).output.split() for ref in (vcf, compact)]
+    assert lists[0] == lists[1]
+    assert {r.split(":")[0] for r in lists[0]} == {"20", "21"} and len(lists[0]) == 8
+
+
 def test_region_on_a_contig_the_target_lacks(tmp_path, trained):
     result = run(["impute", str(TARGET_PHASED), "--model", str(trained), "--out", str(tmp_path / "x.vcf.gz"),
                   "--region", "21:1-1000"], ok=False)

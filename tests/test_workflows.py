@@ -17,6 +17,7 @@ from tools import require, run_tool
 ROOT = Path(__file__).parent.parent
 SNAKEFILE = ROOT / "workflows" / "snakemake" / "Snakefile"
 NEXTFLOW = ROOT / "workflows" / "nextflow"
+MAP = ROOT / "examples" / "data" / "plink.chr20_8.9-9.4Mb.GRCh37.map"
 
 
 def _records(path) -> list[str]:
@@ -46,19 +47,24 @@ def test_snakemake_workflow_trains_scatters_concatenates_and_evaluates(tmp_path)
 
 
 def test_snakemake_workflow_imputes_with_the_pretrained_model_and_no_training(tmp_path):
+    """From the panel converted once, with the map's cM: as one run from the VCF and the map."""
     require("bcftools", "tabix")  # the workflow joins the chunks with them
     config = tmp_path / "config.yaml"
     config.write_text("\n".join([
-        f"panel: {PANEL}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", 'truth: ""', "model: pretrained",
-        "chunk_size: 50kb", "outdir: out",
+        f"panel: {PANEL}", f"map: {MAP}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", 'truth: ""',
+        "model: pretrained", "chunk_size: 50kb", "outdir: out",
     ]) + "\n")
     subprocess.run(["snakemake", "-s", str(SNAKEFILE), "--configfile", str(config), "--directory", str(tmp_path),
                     "--cores", "2", "--quiet"], check=True, capture_output=True, text=True)
     out = tmp_path / "out"
     assert not (out / "model").exists()
+    assert (out / "panel.gpanel").exists()  # converted once, read by every chunk
     single = tmp_path / "single.vcf.gz"
-    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(single)])
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--map", str(MAP), "--out", str(single)])
     assert _records(out / "imputed.vcf.gz") == _records(single)
+    no_map = tmp_path / "no_map.vcf.gz"
+    run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(no_map)])
+    assert _records(no_map) != _records(single)  # the map changes the output: the workflow passed it on
 
 
 def _help_options(command: str) -> set:
@@ -70,7 +76,7 @@ def _genimpute_calls(path: Path) -> list[tuple[str, set]]:
     """(subcommand, options) of every `genimpute <subcommand> ...` line in a script."""
     calls = []
     for line in path.read_text().splitlines():
-        match = re.search(r"\bgenimpute\s+(?:-q\s+)?(train|impute|chunks|evaluate|benchmark)\b(.*)", line)
+        match = re.search(r"\bgenimpute\s+(?:-q\s+)?(train|impute|chunks|evaluate|benchmark|panel)\b(.*)", line)
         if match:
             calls.append((match[1], set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", match[2]))))
     return calls
@@ -90,7 +96,8 @@ def test_every_option_a_workflow_passes_exists(script):
 def test_nextflow_pipeline_includes_existing_modules():
     pipeline = (NEXTFLOW / "main.nf").read_text()
     includes = re.findall(r"include \{ (\w+)\s*\} from '\./(.+?)'", pipeline)
-    assert {name for name, _ in includes} == {"GENIMPUTE_TRAIN", "GENIMPUTE_CHUNKS", "GENIMPUTE_IMPUTE"}
+    assert {name for name, _ in includes} == {"GENIMPUTE_PANEL", "GENIMPUTE_TRAIN", "GENIMPUTE_CHUNKS",
+                                              "GENIMPUTE_IMPUTE"}
     for name, module in includes:
         text = (NEXTFLOW / f"{module}.nf").read_text()
         assert f"process {name} {{" in text

@@ -23,6 +23,12 @@ def write(path: Path, header: list[str], records: list[list[str]]) -> Path:
     return path
 
 
+def on_two_contigs(source: Path, path: Path) -> Path:
+    """The VCF at source with its records again on contig 21."""
+    header, records = read_lines(source)
+    return write(path, header, records + [["21", *r[1:]] for r in records])
+
+
 def is_palindromic(record: list[str]) -> bool:
     return record[3].translate(COMPLEMENT) == record[4]
 

@@ -1,16 +1,19 @@
 #!/usr/bin/env nextflow
 /*
- * genimpute scattered over chunks: (train) -> chunks -> impute per chunk ->
- * bcftools concat + index.
+ * genimpute scattered over chunks: the panel converted once -> (train) ->
+ * chunks -> impute per chunk -> bcftools concat + index. Every step reads
+ * the compact panel: read from the VCF, a large panel is parsed again by
+ * each job.
  *
  *   nextflow run workflows/nextflow/main.nf --panel panel.vcf.gz --targets targets.vcf.gz \
- *       --model model_dir            # or --array sites.txt to train one first
- *       [--chunk_size 5Mb] [--outdir results] -profile docker
+ *       --model pretrained           # or a model directory, or --array sites.txt to train one first
+ *       [--map genetic.map] [--chunk_size 5Mb] [--outdir results] -profile docker
  *
  * On a cluster, pick an executor in nextflow.config (e.g. process.executor = 'slurm').
  */
 nextflow.enable.dsl = 2
 
+include { GENIMPUTE_PANEL  } from './modules/local/genimpute/panel/main'
 include { GENIMPUTE_TRAIN  } from './modules/local/genimpute/train/main'
 include { GENIMPUTE_CHUNKS } from './modules/local/genimpute/chunks/main'
 include { GENIMPUTE_IMPUTE } from './modules/local/genimpute/impute/main'
@@ -18,7 +21,8 @@ include { GENIMPUTE_IMPUTE } from './modules/local/genimpute/impute/main'
 params.panel      = null
 params.targets    = null
 params.array      = null
-params.model      = null
+params.model      = null   // a model directory, or 'pretrained': the copying engine, no training
+params.map        = null   // PLINK or shapeit4 genetic map; none: 1 cM per Mb
 params.chunk_size = '5Mb'
 params.outdir     = 'genimpute_results'
 
@@ -47,19 +51,23 @@ workflow {
         error "expected --panel and --targets"
     }
     if (!params.model && !params.array) {
-        error "expected --model (a trained model directory) or --array (to train one)"
+        error "expected --model (a trained model directory, or 'pretrained') or --array (to train one)"
     }
-    def panel = Channel.value([[id: 'panel'], file(params.panel), file(params.panel + '.tbi')])
-    def model = params.model
+    def panel_vcf = Channel.value([[id: 'panel'], file(params.panel), file(params.panel + '.tbi')])
+    def genetic_map = params.map ? file(params.map) : []
+    def panel = GENIMPUTE_PANEL(panel_vcf, genetic_map).panel
+    def model = params.model == 'pretrained'
+        ? Channel.value([])
+        : params.model
         ? Channel.value(file(params.model, type: 'dir'))
-        : GENIMPUTE_TRAIN(panel, file(params.array)).model.map { meta, dir -> dir }
+        : GENIMPUTE_TRAIN(panel, file(params.array), genetic_map).model.map { meta, dir -> dir }
 
     def regions = GENIMPUTE_CHUNKS(panel, params.chunk_size).chunks
         .flatMap { meta, list -> list.readLines().findAll { it.trim() }.withIndex() }
 
     def target = file(params.targets)
     def jobs = regions.map { region, i -> [[id: target.simpleName, chunk: i], target, file(params.targets + '.tbi'), region] }
-    def imputed = GENIMPUTE_IMPUTE(jobs, model).vcf
+    def imputed = GENIMPUTE_IMPUTE(jobs, model, panel.map { meta, compact -> compact }, genetic_map).vcf
 
     def gathered = imputed
         .map { meta, vcf, tbi -> [meta.id, meta.chunk, vcf, tbi] }

@@ -4,7 +4,7 @@ process GENIMPUTE_CHUNKS {
     container 'genimpute:0.1.0'
 
     input:
-    tuple val(meta), path(panel), path(panel_index)
+    tuple val(meta), path(panel)
     val size
 
     output:

@@ -6,6 +6,8 @@ process GENIMPUTE_IMPUTE {
     input:
     tuple val(meta), path(target), path(target_index), val(region)
     path model
+    path panel
+    path genetic_map
 
     output:
     tuple val(meta), path("${prefix}.vcf.gz"), path("${prefix}.vcf.gz.tbi"), emit: vcf
@@ -17,9 +19,11 @@ process GENIMPUTE_IMPUTE {
     script:
     def args = task.ext.args ?: ''
     def region_arg = region ? "--region ${region}" : ''
+    def source_arg = model ? "--model ${model}" : "--ref ${panel}"
+    def map_arg = genetic_map ? "--map ${genetic_map}" : ''
     prefix = task.ext.prefix ?: "${meta.id}" + (region ? "_" + region.replaceAll(/[:\-]/, '_') : '')
     """
-    genimpute impute ${target} --model ${model} --out ${prefix}.vcf.gz --threads ${task.cpus} ${region_arg} ${args}
+    genimpute impute ${target} ${source_arg} --out ${prefix}.vcf.gz --threads ${task.cpus} ${region_arg} ${map_arg} ${args}
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":

@@ -4,8 +4,9 @@ process GENIMPUTE_TRAIN {
     container 'genimpute:0.1.0'
 
     input:
-    tuple val(meta), path(panel), path(panel_index)
+    tuple val(meta), path(panel)
     path array
+    path genetic_map
 
     output:
     tuple val(meta), path("${prefix}"), emit: model
@@ -16,9 +17,10 @@ process GENIMPUTE_TRAIN {
 
     script:
     def args = task.ext.args ?: ''
+    def map_arg = genetic_map ? "--map ${genetic_map}" : ''
     prefix = task.ext.prefix ?: "${meta.id}_model"
     """
-    genimpute train --ref ${panel} --array ${array} --out ${prefix} --threads ${task.cpus} ${args}
+    genimpute train --ref ${panel} --array ${array} --out ${prefix} --threads ${task.cpus} ${map_arg} ${args}
 
     cat <<-END_VERSIONS > versions.yml
     "${task.process}":
