@@ -68,12 +68,26 @@ def variant_key(rec) -> tuple:
     return (normalise_contig(rec.CHROM), rec.POS, rec.REF, ",".join(rec.ALT))
 
 
-def _allele_counts(rec) -> np.ndarray:
-    """(S,) float alt allele count per sample; nan where a call is missing."""
-    gts = rec.genotype.array()[:, :2].astype(np.float64)
-    gts[gts == -2] = 0  # haploid: the absent second allele counts 0
-    counts = (gts > 0).sum(axis=1).astype(np.float64)
-    counts[(gts == -1).any(axis=1)] = np.nan
+# About this many genotypes (records x samples) are scored at once: one
+# record at a time, numpy's cost per call was most of an evaluation's time.
+_CALLS_PER_BLOCK = 1 << 21
+
+
+def _records_per_block(n_samples: int) -> int:
+    return max(1, _CALLS_PER_BLOCK // max(1, n_samples))
+
+
+def _genotypes(rec) -> np.ndarray:
+    """(S, 2) a record's two allele indices per sample (cyvcf2's: -1 missing, -2 absent)."""
+    return rec.genotype.array()[:, :2]
+
+
+def _allele_counts(genotypes: np.ndarray) -> np.ndarray:
+    """(..., S) float alt allele count per sample of genotypes (..., S, 2);
+    nan where a call is missing. A haploid call's absent second allele
+    (-2) counts 0."""
+    counts = (genotypes > 0).sum(axis=-1).astype(np.float64)
+    counts[(genotypes == -1).any(axis=-1)] = np.nan
     return counts
 
 
@@ -82,8 +96,19 @@ def _maf(af: float) -> float:
 
 
 def read_truth(path: str | Path) -> tuple[list, dict]:
+    """(samples, {variant key: (S,) alt allele counts}) of the biallelic records."""
     vcf = open_vcf(path)
-    truth = {variant_key(rec): _allele_counts(rec) for rec in vcf if len(rec.ALT) == 1}
+    truth, keys, genotypes = {}, [], []
+    per_block = _records_per_block(len(vcf.samples))
+    for rec in vcf:
+        if len(rec.ALT) == 1:
+            keys.append(variant_key(rec))
+            genotypes.append(_genotypes(rec))
+        if len(keys) == per_block:
+            truth.update(zip(keys, _allele_counts(np.stack(genotypes))))
+            keys, genotypes = [], []
+    if keys:
+        truth.update(zip(keys, _allele_counts(np.stack(genotypes))))
     return list(vcf.samples), truth
 
 
@@ -166,8 +191,10 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: l
 
     has_ds = vcf.contains("DS")
     quality_seen = set()
-    keys, sums, estimated, info_af, truth_maf = [], [], [], [], []
+    keys, estimated, info_af, sums, truth_maf = [], [], [], [], []
+    block = _Block()
     missing_truth = 0
+    per_block = _records_per_block(len(samples))
     for rec in vcf:
         if not is_imputed(rec) or len(rec.ALT) != 1:
             continue
@@ -176,26 +203,57 @@ def score_vcf(path: str | Path, truth_samples: list, truth: dict, populations: l
         if true is None:
             missing_truth += 1
             continue
-        true = true[theirs]
-        best_guess = _allele_counts(rec)[mine]
-        dosage = rec.format("DS")[mine, 0].astype(np.float64) if has_ds else best_guess
-        ok = ~np.isnan(true) & ~np.isnan(dosage)
-        x, y, g = np.where(ok, dosage, 0.0), np.where(ok, true, 0.0), np.where(ok, best_guess, -1.0)
-        nonref = ok & ((y > 0) | (g > 0))
-        per_sample = np.stack([ok, x, y, x * x, y * y, x * y, ok & (g == y), nonref & (g != y), nonref], axis=1)
-        sums.append(membership.T @ per_sample)
+        block.add(true, rec, has_ds)
         keys.append(key)
         quality = next((f for f in QUALITY_FIELDS if rec.INFO.get(f) is not None), None)
         estimated.append(_info_float(rec, quality) if quality else float("nan"))
         quality_seen.add(quality)
         info_af.append(_info_float(rec, "AF"))
-        truth_maf.append(_maf(np.nanmean(true) / 2) if ok.any() else 0.0)
+        if len(block.true) == per_block:
+            block.score(mine, theirs, membership, sums, truth_maf)
+    block.score(mine, theirs, membership, sums, truth_maf)
     if missing_truth:
         log.warning("%s: %d imputed records absent from the truth file were skipped", path, missing_truth)
     if not keys:
         raise InputError(f"{path}: expected imputed records (INFO IMP or IMPUTED) present in the truth; found none")
     quality_field = "/".join(f for f in QUALITY_FIELDS if f in quality_seen) or None
-    return ToolScores(keys, np.stack(sums), np.array(estimated), np.array(info_af), np.array(truth_maf), quality_field)
+    return ToolScores(keys, np.concatenate(sums), np.array(estimated), np.array(info_af), np.concatenate(truth_maf),
+                      quality_field)
+
+
+class _Block:
+    """Records of an imputed file waiting to be scored together: their
+    truth allele counts, genotypes and dosages (None without DS)."""
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:
+        self.true, self.genotypes, self.dosages = [], [], []
+
+    def add(self, true: np.ndarray, rec, has_ds: bool) -> None:
+        self.true.append(true)
+        self.genotypes.append(_genotypes(rec))
+        self.dosages.append(rec.format("DS")[:, 0] if has_ds else None)
+
+    def score(self, mine: np.ndarray, theirs: np.ndarray, membership: np.ndarray, sums: list, truth_maf: list) -> None:
+        """Append the block's (B, P, 9) statistics per population to `sums`
+        and its (B,) truth MAF to `truth_maf`, and empty it. mine / theirs:
+        the shared samples' columns in the file and in the truth."""
+        if not self.true:
+            return
+        true = np.stack(self.true)[:, theirs]
+        best_guess = _allele_counts(np.stack(self.genotypes)[:, mine])
+        dosage = best_guess if self.dosages[0] is None else np.stack(self.dosages)[:, mine].astype(np.float64)
+        ok = ~np.isnan(true) & ~np.isnan(dosage)
+        x, y, g = np.where(ok, dosage, 0.0), np.where(ok, true, 0.0), np.where(ok, best_guess, -1.0)
+        nonref = ok & ((y > 0) | (g > 0))
+        per_sample = np.stack([ok, x, y, x * x, y * y, x * y, ok & (g == y), nonref & (g != y), nonref], axis=2)
+        sums.append(np.matmul(membership.T, per_sample))
+        called = ~np.isnan(true)
+        mean = np.where(called, true, 0.0).sum(axis=1) / np.maximum(called.sum(axis=1), 1)
+        truth_maf.append(np.where(ok.any(axis=1), np.minimum(mean / 2, 1 - mean / 2), 0.0))
+        self.clear()
 
 
 def _summary(sums: np.ndarray) -> dict:
