@@ -26,9 +26,9 @@ import pandas as pd
 
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
-from genimpute.io.vcf_reader import open_vcf
+from genimpute.io.vcf_reader import open_vcf, read_panel
 from genimpute.metrics import r2_from_sums
-from genimpute.panel import is_compact, read_reference
+from genimpute.panel import alt_counts, is_compact, read_reference
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +114,57 @@ def read_truth(path: str | Path) -> tuple[list, dict]:
 
 def panel_maf(path: str | Path) -> dict:
     """Minor allele frequency of each biallelic panel record, from its
-    genotypes: a VCF/BCF's, or a compact panel's (`genimpute panel`, whose
-    multi-allelic records are split, one record per ALT)."""
+    genotypes: a compact panel's (`genimpute panel`) or a VCF/BCF's, read as
+    `impute --ref` reads it, multi-allelic records split into one record per
+    ALT. A VCF that reader refuses (unphased or missing calls) is read with
+    htslib instead, its multi-allelic records left out."""
     if is_compact(path):
         panel = read_reference(path)
-        keys = [normalise_contig(c) for c in panel.contig_names]
-        maf = np.minimum(panel.alt_freq, 1 - panel.alt_freq).astype(np.float64).tolist()
-        return {(keys[c], p, ref, alt): m for c, p, ref, alt, m in
-                zip(panel.contig_index.tolist(), panel.positions.tolist(), panel.refs, panel.alts, maf)}
+        contigs = [panel.contig_names[c] for c in panel.contig_index.tolist()]
+        return _maf_by_key(contigs, panel.positions, panel.refs, panel.alts, panel.alt_freq)
+    counts = _AltCounts()
+    try:
+        data = read_panel(path, counts)
+    except InputError as exc:
+        log.warning("%s: read with htslib for MAF, a record at a time (%s)", path, exc)
+        return _panel_maf_by_record(path)
+    r = data.records
+    return _maf_by_key(r.contigs, r.positions, r.refs, r.alts, counts.alt_freq(data.n_haplotypes))
+
+
+def _maf_by_key(contigs: list, positions: np.ndarray, refs: list, alts: list, alt_freq: np.ndarray) -> dict:
+    """{variant key: MAF} from a panel's records and their float32 ALT frequencies."""
+    key_of = {c: normalise_contig(c) for c in set(contigs)}
+    maf = np.minimum(alt_freq, 1 - alt_freq).astype(np.float64).tolist()
+    return {(key_of[c], p, ref, alt): m for c, p, ref, alt, m in zip(contigs, positions.tolist(), refs, alts, maf)}
+
+
+class _AltCounts:
+    """Where read_panel puts a panel's packed records when only their ALT
+    counts are wanted: counted block by block and dropped, so the panel is
+    read in the memory of its records' descriptions (rows(): no columns)."""
+
+    def __init__(self):
+        self.counts: list = []
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.counts)
+
+    def append(self, block: np.ndarray) -> None:
+        self.counts.append(alt_counts(block))
+
+    def reset(self) -> None:
+        self.counts = []
+
+    def rows(self) -> np.ndarray:
+        return np.empty((len(self), 0), dtype=np.uint8)
+
+    def alt_freq(self, n_haplotypes: int) -> np.ndarray:
+        """As a compact panel stores it (ReferencePanel.from_data): float32."""
+        return (np.concatenate(self.counts) / n_haplotypes).astype(np.float32)
+
+
+def _panel_maf_by_record(path: str | Path) -> dict:
     vcf = open_vcf(path)
     maf = {}
     for rec in vcf:

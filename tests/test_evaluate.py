@@ -269,6 +269,22 @@ def test_panel_maf_binning_differs_from_truth_maf(tmp_path, truth):
     assert row(by_panel, ALL)["aggregate_r2"] == pytest.approx(60 / 73)
 
 
+def test_panel_maf_splits_a_vcfs_multiallelic_records_and_reads_an_unphased_one_with_htslib(tmp_path, caplog):
+    from genimpute.evaluation import panel_maf
+
+    records = [(100, "A", "G", ".", "GT", ["0|0", "0|1", "1|1", "0|0"]),  # 3 of 8 alt
+               (200, "C", "T,G", ".", "GT", ["0|1", "2|2", "0|0", "0|0"])]  # T 1 of 8, G 2 of 8
+    split = panel_maf(write_vcf(tmp_path / "phased.vcf", ["P1", "P2", "P3", "P4"], records))
+    assert split == {("20", 100, "A", "G"): pytest.approx(3 / 8), ("20", 200, "C", "T"): pytest.approx(1 / 8),
+                     ("20", 200, "C", "G"): pytest.approx(2 / 8)}
+    unphased = [(pos, ref, alt, info, fmt, [gt.replace("|", "/") for gt in gts])
+                for pos, ref, alt, info, fmt, gts in records]
+    with caplog.at_level("WARNING", logger="genimpute.evaluation"):
+        by_record = panel_maf(write_vcf(tmp_path / "unphased.vcf", ["P1", "P2", "P3", "P4"], unphased))
+    assert "read with htslib" in caplog.text
+    assert by_record == {("20", 100, "A", "G"): pytest.approx(3 / 8)}  # multi-allelic records left out
+
+
 def test_no_shared_samples(tmp_path, truth):
     imputed = write_vcf(tmp_path / "other.vcf", ["X1", "X2"], [(100, "A", "G", "IMP", "GT:DS", ["0|0:0", "0|1:1"])])
     with pytest.raises(InputError, match="shared"):
