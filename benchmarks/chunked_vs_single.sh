@@ -7,7 +7,7 @@
 #   bash benchmarks/chunked_vs_single.sh MODEL_DIR [chunk size, default 500kb] [out dir]
 #
 # MODEL_DIR: a model trained on the chr20_1kgp1 panel for Omni2.5 (e.g. the
-# one `genimpute benchmark` leaves in its output directory). Environment:
+# one `genimpute benchmark --train` leaves in its output directory). Environment:
 # TARGETS (default: the shared Omni2.5 targets) and SINGLE (a whole-contig
 # output of the same model and targets, to reuse instead of imputing again).
 set -euo pipefail

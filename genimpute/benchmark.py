@@ -118,7 +118,8 @@ def _genimpute(args: list) -> list:
 class _Plan:
     """What every tool's run needs: the panel, the array, the masked truth
     (the targets), where outputs and logs go, and genimpute's model (trained
-    into `model` first when `train`)."""
+    into `model` first when `train`; None: the copying engine over the
+    panel, as `impute --ref` runs by default)."""
 
     ref: str | Path
     array: str | Path
@@ -136,19 +137,29 @@ class _Plan:
 
 
 def _run_genimpute(plan: _Plan) -> tuple[list, Path]:
-    """(steps, output) of genimpute: train (unless given a model), then impute."""
+    """(steps, output) of genimpute: with a model (trained first when
+    asked), impute with it; without, the copying engine from the panel
+    converted once (`genimpute panel`: a step of its own, as Minimac4's
+    compression is, for it is done once for every later run)."""
     with_map = [] if plan.genetic_map is None else ["--map", plan.genetic_map]  # genimpute gets the map Beagle gets
     steps = []
-    if plan.train:
-        shutil.rmtree(plan.model, ignore_errors=True)
-        steps.append(run_timed("genimpute", "train", _genimpute(
-            ["train", "--ref", plan.ref, "--array", plan.array, "--out", plan.model, "--threads", plan.threads,
-             *with_map, *plan.train_args]),
-            plan.logs / "genimpute_train.log"))
+    if plan.model is None:
+        compact = plan.out_dir / "panel.gpanel"
+        steps.append(run_timed("genimpute", "convert reference", _genimpute(
+            ["panel", plan.ref, "--out", compact, "--force", "--threads", plan.threads, *with_map]),
+            plan.logs / "genimpute_panel.log"))
+        source = ["--ref", compact]
+    else:
+        if plan.train:
+            shutil.rmtree(plan.model, ignore_errors=True)
+            steps.append(run_timed("genimpute", "train", _genimpute(
+                ["train", "--ref", plan.ref, "--array", plan.array, "--out", plan.model, "--threads", plan.threads,
+                 *with_map, *plan.train_args]),
+                plan.logs / "genimpute_train.log"))
+        source = ["--model", plan.model]
     output = plan.out_dir / "genimpute.vcf.gz"
     steps.append(run_timed("genimpute", "impute", _genimpute(
-        ["impute", plan.targets, "--model", plan.model, "--threads", plan.threads, *with_map, "--out", output,
-         "--force"]),
+        ["impute", plan.targets, *source, "--threads", plan.threads, *with_map, "--out", output, "--force"]),
         plan.logs / "genimpute_impute.log"))
     return steps, output
 
@@ -206,6 +217,7 @@ def run_benchmark(
     out_dir: str | Path,
     tools: list = BENCHMARK_TOOLS,
     model: str | Path | None = None,
+    train: bool = False,
     train_args: list = (),
     genetic_map: str | Path | None = None,
     samples: str | Path | None = None,
@@ -213,8 +225,14 @@ def run_benchmark(
     force: bool = False,
 ) -> tuple[Evaluation, pd.DataFrame, dict]:
     """Run every available tool on the masked truth and score them.
-    Returns (evaluation, timings, inputs for the report)."""
+    genimpute: `model`, or one trained first (`train`, with `train_args`),
+    else the copying engine. Returns (evaluation, timings, inputs for the
+    report)."""
     out_dir = Path(out_dir)
+    if train and model is not None:
+        raise InputError("--train and --model: expected one of them (train a model, or use one)")
+    if train_args and not train:
+        raise InputError(f"{' '.join(map(str, train_args))}: training options, expected with --train")
     _check_inputs(out_dir, force, [ref, array, truth, genetic_map, samples, model])
     (out_dir / "logs").mkdir(parents=True, exist_ok=True)
     threads = threads or usable_cores()
@@ -225,7 +243,7 @@ def run_benchmark(
     targets = out_dir / "targets.vcf.gz"
     n_sites = mask_to_array(truth, array, targets)
     log.info("targets: %d truth records typed by the array -> %s", n_sites, targets)
-    train = "genimpute" in tools and model is None
+    train = train and "genimpute" in tools
     plan = _Plan(ref, array, targets, out_dir, threads, genetic_map, out_dir / "model" if train else model, train,
                  train_args)
     steps, outputs = [], {}
@@ -237,6 +255,7 @@ def run_benchmark(
     evaluation = evaluate(truth, list(outputs.values()), list(outputs), ref, samples)
     timings = _timings(steps)
     inputs = {"reference panel": ref, "array": array, "truth": truth,
-              "targets (truth at array sites)": f"{targets} ({n_sites} records)", "genimpute model": plan.model,
+              "targets (truth at array sites)": f"{targets} ({n_sites} records)",
+              "genimpute model": plan.model or "the copying engine (impute --ref)",
               "threads": threads, **{f"{tool} output": path for tool, path in outputs.items()}}
     return evaluation, timings, {k: str(v) for k, v in inputs.items() if v is not None}

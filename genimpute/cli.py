@@ -330,24 +330,29 @@ def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
 @click.option("--truth", required=True, type=click.Path(dir_okay=False), help="Phased VCF with the true genotypes of the target samples.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="genimpute_benchmark", show_default=True, help="Directory for outputs, logs and the report.")
 @click.option("--tools", default=",".join(BENCHMARK_TOOLS), show_default=True, help="Comma-separated tools to run; those not on PATH are skipped with a warning.")
-@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None, help="Use this trained genimpute model [default: train one in OUT/model].")
-@click.option("--steps", type=int, default=None, help="Training steps, when training [default: as genimpute train].")
-@click.option("--max-minutes", type=float, default=None, help="Training wall-clock budget, when training [default: as genimpute train].")
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
+              help="Impute with this trained genimpute model [default: the copying engine over the panel, converted "
+                   "first, as `impute --ref`].")
+@click.option("--train", is_flag=True, help="Train a genimpute model into OUT/model first, and impute with it.")
+@click.option("--steps", type=int, default=None, help="Training steps, with --train [default: as genimpute train].")
+@click.option("--max-minutes", type=float, default=None,
+              help="Training wall-clock budget, with --train [default: as genimpute train].")
 @click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None,
               help="PLINK genetic map, passed to Beagle and to genimpute's train and impute.")
 @click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Samples table ('sample', 'population') for per-population scores.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Threads for every tool [default: the cores this process may use].")
 @click.option("--force", is_flag=True, help="Replace an existing report in OUT.")
-def benchmark(ref, array, truth, out_dir, tools, model_dir, steps, max_minutes, genetic_map, samples, threads, force):
+def benchmark(ref, array, truth, out_dir, tools, model_dir, train, steps, max_minutes, genetic_map, samples, threads,
+              force):
     """Mask TRUTH to the ARRAY, impute with genimpute, Beagle and Minimac4,
     time each, and report their accuracy side by side."""
     from genimpute.benchmark import run_benchmark
 
     train_args = [*(["--steps", str(steps)] if steps is not None else []),
                   *(["--max-minutes", str(max_minutes)] if max_minutes is not None else [])]
-    result, timings, inputs = _run(run_benchmark, ref, array, truth, out_dir, tools.split(","), model_dir, train_args,
-                                   genetic_map, samples, threads, force)
+    result, timings, inputs = _run(run_benchmark, ref, array, truth, out_dir, tools.split(","), model_dir, train,
+                                   train_args, genetic_map, samples, threads, force)
     _write_report(result, out_dir, inputs, timings)
     _print_evaluation(result)
     click.echo("\nWall time and peak memory")
