@@ -338,7 +338,7 @@ def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
 @click.option("--max-minutes", type=float, default=None,
               help="Training wall-clock budget, with --train [default: as genimpute train].")
 @click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None,
-              help="PLINK genetic map, passed to Beagle and to genimpute's train and impute.")
+              help="PLINK genetic map, passed to Beagle and to genimpute's panel, train and impute.")
 @click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Samples table ('sample', 'population') for per-population scores.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Threads for every tool [default: the cores this process may use].")
