@@ -256,6 +256,6 @@ def run_benchmark(
     timings = _timings(steps)
     inputs = {"reference panel": ref, "array": array, "truth": truth,
               "targets (truth at array sites)": f"{targets} ({n_sites} records)",
-              "genimpute model": plan.model or "the copying engine (impute --ref)",
+              "genimpute model": (plan.model or "the copying engine (impute --ref)") if "genimpute" in tools else None,
               "threads": threads, **{f"{tool} output": path for tool, path in outputs.items()}}
     return evaluation, timings, {k: str(v) for k, v in inputs.items() if v is not None}

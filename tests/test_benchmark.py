@@ -272,6 +272,7 @@ def test_benchmark_command_end_to_end(tmp_path):
         "genimpute": "DR2", "beagle": "DR2", "minimac4": "R2"}
     md = (out / "report.md").read_text()
     assert md.startswith("# genimpute benchmark\n") and "## Wall time and peak memory" in md
+    assert "- genimpute model: `the copying engine (impute --ref)`" in md
 
     # a second run refuses to replace the report ...
     again = run(args, ok=False)
@@ -283,6 +284,7 @@ def test_benchmark_command_end_to_end(tmp_path):
     run([*args, "--tools", "minimac4", "--force"])
     replaced = json.loads((out / "report.json").read_text())
     assert {t["tool"] for t in replaced["timings"]} == {"minimac4"}
+    assert "genimpute model" not in (out / "report.md").read_text()
     assert {r["tool"] for r in replaced["accuracy"]} == {"minimac4"}
     # genimpute alone, a model trained first
     run([*args, "--tools", "genimpute", "--train", "--steps", "5", "--force"])
