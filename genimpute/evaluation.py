@@ -28,7 +28,7 @@ from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import open_vcf, read_panel
 from genimpute.metrics import r2_from_sums
-from genimpute.panel import alt_counts, is_compact, read_reference
+from genimpute.panel import alt_counts, alt_frequency, is_compact, read_reference
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +160,7 @@ class _AltCounts:
         return np.empty((len(self), 0), dtype=np.uint8)
 
     def alt_freq(self, n_haplotypes: int) -> np.ndarray:
-        """As a compact panel stores it (ReferencePanel.from_data): float32."""
-        return (np.concatenate(self.counts) / n_haplotypes).astype(np.float32)
+        return alt_frequency(np.concatenate(self.counts), n_haplotypes)
 
 
 def _panel_maf_by_record(path: str | Path) -> dict:

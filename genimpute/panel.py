@@ -58,6 +58,12 @@ def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:
     return counts
 
 
+def alt_frequency(counts: np.ndarray, n_haplotypes: int) -> np.ndarray:
+    """(M,) float32 ALT allele frequency of records with these ALT counts, as
+    a compact panel stores it (so a VCF's MAF bins are its compact file's)."""
+    return (counts / n_haplotypes).astype(np.float32)
+
+
 @dataclass
 class ReferencePanel:
     """Phased biallelic haplotypes, bit-packed per record (variant-major):
@@ -104,7 +110,7 @@ class ReferencePanel:
             refs=data.records.refs,
             alts=data.records.alts,
             packed=data.packed,
-            alt_freq=(counts / data.n_haplotypes).astype(np.float32),
+            alt_freq=alt_frequency(counts, data.n_haplotypes),
         )
 
     @classmethod
