@@ -17,7 +17,8 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute import copying, imputation, runtime
 from genimpute.config import CopyingSettings
-from genimpute.copying import POSTERIOR_FLOOR, ContigModel, _zeros_before, minor_alleles, pbwt_index
+from genimpute.copying import (POSTERIOR_FLOOR, ContigModel, _transposed, _zeros_before, minor_alleles, pbwt_index,
+                               pbwt_indexes)
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.vcf_reader import read_target
@@ -82,6 +83,27 @@ def test_pbwt_index_is_uint16_while_every_value_fits(n_haplotypes, dtype):
     for j in range(3):
         expected = np.concatenate([[0], np.cumsum(alleles[j, order[j]] == 0)])
         assert np.array_equal(_zeros_before_every_place(index, j), expected)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_both_pbwt_directions_built_side_by_side_equal_each_built_alone(n_threads):
+    alleles = np.random.default_rng(3).integers(0, 2, (25, 130)).astype(np.uint8)
+    default = numba.get_num_threads()
+    numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        both = pbwt_indexes(alleles)
+    finally:
+        numba.set_num_threads(default)
+    for built, alone in zip(both, (pbwt_index(alleles), pbwt_index(alleles, reverse=True))):
+        for array, expected in zip(built, alone):
+            assert array.dtype == expected.dtype and np.array_equal(array, expected)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (63, 200), (130, 65)])  # tiles of 64: short, ragged and whole ones
+def test_tiled_transpose_is_the_transpose(shape):
+    alleles = np.random.default_rng(4).integers(0, 2, shape).astype(np.uint8)
+    out = _transposed(alleles)
+    assert out.flags.c_contiguous and np.array_equal(out, alleles.T)
 
 
 def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a_missing_call():
@@ -426,6 +448,24 @@ def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(n_strips
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
     for h in range(53):
         assert hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() == np.flatnonzero(minor[:, h]).tolist()
+
+
+def test_minor_alleles_skip_whole_words_of_non_carriers_of_either_allele():
+    """200 haplotypes: 25 bytes a row, padded to four words; one carrier of
+    ALT, one of REF (its other words all ones), and none at all."""
+    n = 200
+    alleles = np.zeros((4, n), dtype=np.uint8)
+    alleles[0, 70] = 1  # ALT the minor allele, carried in the second word alone
+    alleles[1] = 1
+    alleles[1, 199] = 0  # REF the minor allele, carried in the last, padded word
+    alleles[2, [0, 63, 64, 128, 191, 192]] = 1  # words' first and last bits
+    minor_is_alt = np.array([True, False, True, True])
+    packed = np.packbits(alleles, axis=1)
+    hap_starts, hap_records, alt_major = minor_alleles(lambda: iter([packed]), n, minor_is_alt, 2)
+    lists = {h: hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() for h in range(n)}
+    assert {h: r for h, r in lists.items() if r} == {0: [2], 63: [2], 64: [2], 70: [0], 128: [2], 191: [2], 192: [2],
+                                                      199: [1]}
+    assert alt_major.tolist() == [1]
 
 
 def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):
