@@ -357,6 +357,14 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
     return out
 
 
+# the haplotypes (0-7, np.packbits' order: the highest bit first) a packed
+# byte's set bits stand for: a loop over those of a byte, not over its 8 bits,
+# and no branch to mispredict on each
+_SET_BITS = np.array([[b for b in range(8) if value >> (7 - b) & 1] + [0] * (8 - bin(value).count("1"))
+                      for value in range(256)], dtype=np.int64)
+_SET_BIT_COUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.int64)
+
+
 @nb.njit(cache=True, parallel=True)
 def _scan_minor(packed, words, first, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
     """Advance cursor[h] once for each record r (numbered from `first`)
@@ -379,11 +387,9 @@ def _scan_minor(packed, words, first, n_haplotypes, minor_is_alt, cursor, hap_re
                     continue
                 for byte in range(8 * w, 8 * w + 8):
                     value = packed[r, byte] ^ flip
-                    if value == 0:
-                        continue
-                    for bit in range(8):
-                        h = byte * 8 + bit
-                        if h < n_haplotypes and (value >> (7 - bit)) & 1:  # past the last haplotype: padding
+                    for k in range(_SET_BIT_COUNT[value]):
+                        h = byte * 8 + _SET_BITS[value, k]
+                        if h < n_haplotypes:  # past the last haplotype: padding
                             if len(hap_records):
                                 hap_records[cursor[h]] = first + r
                             cursor[h] += 1
