@@ -326,34 +326,42 @@ def _state_alleles(haplotype_alleles, segments, n_states, last):
     return out
 
 
-@nb.njit(cache=True, fastmath=FAST)
-def _emit(state_alleles, query, i, error, out):
-    """out[s] = P(the query's call at site i | copying state s): 1 with no call."""
-    match, mismatch = np.float32(1.0 - error), np.float32(error)
-    for s in range(len(out)):
-        out[s] = np.float32(1.0) if query < 0 else (match if state_alleles[i, s] == query else mismatch)
+@nb.njit(cache=True)
+def _emission(call, error):
+    """(P(call | a state copying the same allele), P(call | one copying the
+    other)): both 1 with no call."""
+    if call < 0:
+        return np.float32(1.0), np.float32(1.0)
+    return np.float32(1.0 - error), np.float32(error)
 
 
 @nb.njit(cache=True, fastmath=FAST)
 def _forward(state_alleles, query, jump_rate, error, lo, hi):
     """(hi - lo, K) normalised forward probabilities at typed sites lo .. hi - 1
-    (the sweep starts at site 0 and stops there)."""
+    (the sweep starts at site 0 and stops there). Each site's step is one
+    loop over the states and its normalisation another: separate loops for
+    the emissions and the division took a third more time."""
     k = state_alleles.shape[1]
     out = np.empty((hi - lo, k), dtype=np.float32)
     previous = np.zeros(k, dtype=np.float32)
-    emit = np.empty(k, dtype=np.float32)
     for i in range(hi):
-        _emit(state_alleles, query[i], i, error, emit)
+        match, mismatch = _emission(query[i], error)
+        call, alleles = query[i], state_alleles[i]
         stay, jump = (np.float32(0.0), np.float32(1.0 / k)) if i == 0 else \
             (np.float32(1.0 - jump_rate[i - 1]), np.float32(jump_rate[i - 1] / k))
         total = np.float32(0.0)
         for s in range(k):
-            previous[s] = (stay * previous[s] + jump) * emit[s]
+            previous[s] = (stay * previous[s] + jump) * (match if alleles[s] == call else mismatch)
             total += previous[s]
-        for s in range(k):
-            previous[s] /= total
+        scale = np.float32(1.0) / total
         if i >= lo:
-            out[i - lo] = previous
+            row = out[i - lo]
+            for s in range(k):
+                previous[s] *= scale
+                row[s] = previous[s]
+        else:
+            for s in range(k):
+                previous[s] *= scale
     return out
 
 
@@ -536,21 +544,22 @@ def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
     n, k = state_alleles.shape
     posterior = _forward(state_alleles, query, jump_rate, error, lo, hi)
     backward = np.ones(k, dtype=np.float32)
-    emit = np.empty(k, dtype=np.float32)
     for i in range(n - 1, lo - 1, -1):
         if i < n - 1:  # backward to site i from site i + 1
-            _emit(state_alleles, query[i + 1], i + 1, error, emit)
+            match, mismatch = _emission(query[i + 1], error)
+            call, alleles = query[i + 1], state_alleles[i + 1]
             total = np.float32(0.0)
             for s in range(k):
-                emit[s] *= backward[s]
-                total += emit[s]
+                backward[s] *= match if alleles[s] == call else mismatch
+                total += backward[s]
             rate = jump_rate[i]
             stay, jump, scale = np.float32(1.0 - rate), np.float32(rate / k * total), np.float32(0.0)
             for s in range(k):
-                backward[s] = stay * emit[s] + jump
+                backward[s] = stay * backward[s] + jump
                 scale += backward[s]
+            scale = np.float32(1.0) / scale
             for s in range(k):
-                backward[s] /= scale
+                backward[s] *= scale
         if i >= hi:
             continue
         row = posterior[i - lo]
@@ -558,8 +567,9 @@ def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
         for s in range(k):
             row[s] *= backward[s]
             total += row[s]
+        scale = np.float32(1.0) / total
         for s in range(k):
-            row[s] /= total
+            row[s] *= scale
     return posterior
 
 
