@@ -756,8 +756,8 @@ class ContigModel:
         haplotype up to 32,767 samples, 9.4 beyond (7 GB for 40,000 sites of
         16,000 samples), a segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
-        segment's took 1.7 s to build, for every batch, and take about 0.1
-        GB (a few hundred records per Mb for each haplotype)."""
+        segment's take 0.5-0.9 s to build, which every batch would repeat,
+        and about 0.1 GB (a few hundred records per Mb for each haplotype)."""
         first, last = segment.first, segment.last
         if self._index_of[0] != (first, last):
             self._index_of = (None, None)  # the last segment's freed before this one's is built
