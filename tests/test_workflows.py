@@ -52,10 +52,12 @@ def test_snakemake_workflow_imputes_with_the_pretrained_model_and_no_training(tm
     config = tmp_path / "config.yaml"
     config.write_text("\n".join([
         f"panel: {PANEL}", f"map: {MAP}", f"array: {ARRAY}", f"targets: {TARGET_PHASED}", 'truth: ""',
-        "model: pretrained", "chunk_size: 50kb", "outdir: out",
+        "model: pretrained", "chunk_size: 50kb", "outdir: out", "impute_threads: 2",
     ]) + "\n")
-    subprocess.run(["snakemake", "-s", str(SNAKEFILE), "--configfile", str(config), "--directory", str(tmp_path),
-                    "--cores", "2", "--quiet"], check=True, capture_output=True, text=True)
+    log = subprocess.run(["snakemake", "-s", str(SNAKEFILE), "--configfile", str(config), "--directory",
+                          str(tmp_path), "--cores", "2", "--printshellcmds"], check=True, capture_output=True, text=True)
+    imputes = [line for line in (log.stdout + log.stderr).splitlines() if "genimpute -q impute" in line]
+    assert imputes and all(" --threads 2 " in line for line in imputes)  # impute_threads reached each chunk
     out = tmp_path / "out"
     assert not (out / "model").exists()
     assert (out / "panel.gpanel").exists()  # converted once, read by every chunk
