@@ -530,6 +530,30 @@ def test_the_text_reader_of_common_panels_reads_what_htslib_reads(tmp_path, monk
         assert getattr(fast.records, name) == getattr(slow.records, name)
 
 
+@pytest.mark.parametrize("cores", [1, 2])  # inflated in the reading thread, or in one of its own
+def test_the_text_reader_inflates_a_gzipped_panel_as_htslib_reads_it(monkeypatch, cores):
+    from genimpute.io import vcf_reader
+
+    slow = read_panel(PANEL)  # htslib's path reads it in full only where the text reader gives up
+    monkeypatch.setattr(vcf_reader, "usable_cores", lambda: cores)
+    fast = vcf_reader._read_common_panel(PANEL, slow.samples, vcf_reader.PackedBlocks())
+    assert fast is not None and np.array_equal(fast.packed, slow.packed)
+    assert np.array_equal(fast.records.positions, slow.records.positions) and fast.records.alts == slow.records.alts
+
+
+def test_a_corrupted_gzipped_panel_is_refused_with_htslibs_message(tmp_path):
+    from genimpute.io import vcf_reader
+
+    data = bytearray(Path(PANEL).read_bytes())
+    data[len(data) // 2:len(data) // 2 + 64] = bytes(64)  # a deflate block's middle
+    path = tmp_path / "corrupted.vcf.gz"
+    path.write_bytes(data)
+    samples = read_panel(PANEL).samples
+    assert vcf_reader._read_common_panel(path, samples, vcf_reader.PackedBlocks()) is None
+    with pytest.raises(InputError, match="malformed record"):
+        read_panel(path)
+
+
 @pytest.mark.parametrize("edit", [None, lambda c: c[:4] + ["G,T"] + c[5:]])
 def test_a_panel_spooled_to_a_file_reads_as_one_in_memory(tmp_path, monkeypatch, edit):
     from genimpute.io import vcf_reader

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numba as nb
 import numpy as np
+from zlib_ng import gzip_ng_threaded, zlib_ng
 
 from genimpute.errors import InputError
+from genimpute.runtime import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -303,8 +305,6 @@ def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | N
     with FORMAT GT alone and every call a phased diploid 0|0, 0|1, 1|0 or
     1|1. None at the first record that is not so: read_panel's htslib path
     then reads the file, with its checks and messages."""
-    import gzip
-
     with open(path, "rb") as raw:
         packed_file = raw.read(2) == b"\x1f\x8b"
     width = 4 * len(samples) - 1  # "a|b" and a tab per sample, no tab after the last
@@ -312,7 +312,7 @@ def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | N
     positions = []
     check_sorted = _SortCheck(path)
     try:
-        with (gzip.open(path, "rb") if packed_file else open(path, "rb")) as handle:
+        with (_inflated(path) if packed_file else open(path, "rb")) as handle:
             for line in handle:
                 if line.startswith(b"#CHROM"):
                     break
@@ -328,12 +328,21 @@ def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | N
                     packed.append(block)
                 if not text:
                     break
-    except (OSError, EOFError, ValueError, UnicodeDecodeError):  # BCF, a truncated file...: htslib says what
+    # BCF, a truncated or corrupted file...: htslib's path reads it and says what is wrong
+    except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib_ng.error):
         return None
     if not len(packed):
         return None
     fields.positions = np.asarray(positions, dtype=np.int64)
     return PanelData(samples, fields, packed.rows(), 2 * len(samples))
+
+
+def _inflated(path: str | Path):
+    """A gzipped file's text, inflated by zlib-ng (its inflate and CRC are
+    SIMD: 17 s for the 20 GB of a 16,000-sample, 10 Mb panel, where
+    Python's gzip took 28 s) in a thread of its own where the process has a
+    second core, beside the parsing."""
+    return gzip_ng_threaded.open(path, "rb", threads=1 if usable_cores() > 1 else 0)
 
 
 def _common_records(lines: list, width: int, fields: Records, positions: list, check_sorted) -> np.ndarray | None:
