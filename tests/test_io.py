@@ -530,6 +530,34 @@ def test_the_text_reader_of_common_panels_reads_what_htslib_reads(tmp_path, monk
         assert getattr(fast.records, name) == getattr(slow.records, name)
 
 
+def test_the_text_reader_reads_a_last_record_with_no_newline_after_it(tmp_path, monkeypatch):
+    from genimpute.io import vcf_reader
+
+    path = _panel_variant(tmp_path, None)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    monkeypatch.setattr(vcf_reader, "_TEXT_BLOCK", 1000)  # many blocks, each ending inside a line
+    fast = vcf_reader._read_common_panel(path, read_panel(PANEL).samples, vcf_reader.PackedBlocks())
+    slow = read_panel(PANEL)
+    assert fast is not None and np.array_equal(fast.packed, slow.packed)
+    assert np.array_equal(fast.records.positions, slow.records.positions)
+
+
+@pytest.mark.parametrize("bad", [None, ".|0", "0|.", "0/1", "2|0", "0|1 ", "0\t1"])
+def test_the_text_reader_packs_phased_calls_where_they_lie_and_no_other(bad):
+    from genimpute.io.vcf_reader import _pack_calls
+
+    calls = ["0|1", "1|0", "1|1", "0|0", "1|0"]
+    line = "\t".join(calls)
+    if bad is not None:
+        line = line[:4] + bad + line[4 + len(bad):]  # the second call, or the tab after it
+    text = np.frombuffer(f"20\t5\t{line}\n".encode(), dtype=np.uint8)
+    packed, common = _pack_calls(text, np.array([5], dtype=np.int64), len(calls))
+    assert common == (bad is None)
+    if bad is None:
+        alleles = [int(a) for call in calls for a in call.split("|")]
+        assert packed.tolist() == [np.packbits(alleles).tolist()]
+
+
 @pytest.mark.parametrize("cores", [1, 2])  # inflated in the reading thread, or in one of its own
 def test_the_text_reader_inflates_a_gzipped_panel_as_htslib_reads_it(monkeypatch, cores):
     from genimpute.io import vcf_reader

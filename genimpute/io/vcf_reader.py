@@ -319,9 +319,10 @@ def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | N
             rest = b""
             while True:
                 text = handle.read(_TEXT_BLOCK)
-                lines = (rest + text).split(b"\n")
-                rest = lines.pop() if text else b""
-                block = _common_records(lines, width, fields, positions, check_sorted)
+                chunk = rest + text
+                end = chunk.rfind(b"\n") + 1 if text else len(chunk)  # whole lines; all that is left at the end
+                rest = chunk[end:]
+                block = _common_records(chunk, end, width, fields, positions, check_sorted)
                 if block is None:
                     return None
                 if len(block):
@@ -345,17 +346,28 @@ def _inflated(path: str | Path):
     return gzip_ng_threaded.open(path, "rb", threads=1 if usable_cores() > 1 else 0)
 
 
-def _common_records(lines: list, width: int, fields: Records, positions: list, check_sorted) -> np.ndarray | None:
-    """Append the records of `lines` (VCF text lines) to fields and
-    positions; return their haplotypes packed (np.packbits), or None if one
-    is not a common panel record (_read_common_panel)."""
+def _common_records(text: bytes, end: int, width: int, fields: Records, positions: list,
+                    check_sorted) -> np.ndarray | None:
+    """Append the records of the lines of text[:end] (VCF text) to fields
+    and positions; return their haplotypes packed (np.packbits), or None if
+    one is not a common panel record (_read_common_panel). A line's calls
+    are read where they lie in `text`: split off, then joined, each line's
+    calls were copied twice (a third of the reading)."""
+    buffer = np.frombuffer(text, dtype=np.uint8, count=end)
+    ends = np.flatnonzero(buffer == ord("\n"))
+    if end and text[end - 1:end] != b"\n":  # the last line, with no newline after it
+        ends = np.append(ends, end)
     calls = []
-    for line in lines:
-        if not line:
+    start = 0
+    for stop in ends.tolist():
+        first_call, line_start, start = stop - width, start, stop + 1
+        if stop == line_start:
             continue
-        columns = line.split(b"\t", 9)
-        if len(columns) != 10 or columns[8] != b"GT" or len(columns[9]) != width or b"," in columns[4] \
-                or columns[4] in (b".", b"") or not columns[1].isdigit():
+        if first_call <= line_start or text[first_call - 1] != 9:  # a tab before the samples' calls
+            return None
+        columns = text[line_start:first_call - 1].split(b"\t")
+        if len(columns) != 9 or columns[8] != b"GT" or b"," in columns[4] or columns[4] in (b".", b"") \
+                or not columns[1].isdigit():
             return None
         contig, position = columns[0].decode(), int(columns[1])
         check_sorted(contig, position, len(positions) + 1)
@@ -364,32 +376,29 @@ def _common_records(lines: list, width: int, fields: Records, positions: list, c
         fields.ids.append(columns[2].decode())
         fields.refs.append(columns[3].decode())
         fields.alts.append(columns[4].decode())
-        calls.append(columns[9])
+        calls.append(first_call)
     if not calls:
         return np.empty((0, 0), dtype=np.uint8)
-    # each call and the tab after it as one little-endian uint32: "a|b\t" with a, b in 0/1
-    cells = np.frombuffer(b"\t".join(calls) + b"\t", dtype="<u4").reshape(len(calls), -1)
-    packed, common = _pack_calls(cells)
+    packed, common = _pack_calls(buffer, np.array(calls, dtype=np.int64), (width + 1) // 4)
     return packed if common else None
 
 
 @nb.njit(cache=True, parallel=True)
-def _pack_calls(cells):
-    """(packed (n, ceil(2S / 8)) as np.packbits of the haplotypes, whether
-    every cell of cells (n, S) uint32 is "0|0\t", "0|1\t", "1|0\t" or "1|1\t")."""
-    n, n_samples = cells.shape
+def _pack_calls(text, starts, n_samples):
+    """(packed (n, ceil(2S / 8)) as np.packbits of the haplotypes of the
+    calls of S samples at text[starts[i]:] (n,), whether every one is "0|0",
+    "0|1", "1|0" or "1|1", a tab between each two)."""
+    n = len(starts)
     out = np.zeros((n, (2 * n_samples + 7) // 8), dtype=np.uint8)
     common = np.ones(n, dtype=np.bool_)
     for i in nb.prange(n):
         for s in range(n_samples):
-            cell = cells[i, s]
-            common[i] &= (cell & _CALL_BITS_CLEARED) == _CALL_00
-            out[i, s >> 2] |= np.uint8(((cell & 1) << (7 - 2 * (s & 3))) | (((cell >> 16) & 1) << (6 - 2 * (s & 3))))
+            c = starts[i] + 4 * s
+            first, second = text[c], text[c + 2]  # "0" or "1": 48 or 49
+            common[i] &= (first == 48 or first == 49) and (second == 48 or second == 49) and text[c + 1] == 124 \
+                and (s == n_samples - 1 or text[c + 3] == 9)  # "|" within a call, a tab after all but the last
+            out[i, s >> 2] |= np.uint8(((first & 1) << (7 - 2 * (s & 3))) | ((second & 1) << (6 - 2 * (s & 3))))
     return out, common.all()
-
-
-_CALL_00 = np.uint32(int.from_bytes(b"0|0\t", "little"))
-_CALL_BITS_CLEARED = np.uint32(~int.from_bytes(b"\x01\x00\x01\x00", "little") & 0xFFFFFFFF)  # all but the alleles'
 
 
 def read_target(path: str | Path) -> TargetData:
