@@ -56,8 +56,10 @@ def test_snakemake_workflow_imputes_with_the_pretrained_model_and_no_training(tm
     ]) + "\n")
     log = subprocess.run(["snakemake", "-s", str(SNAKEFILE), "--configfile", str(config), "--directory",
                           str(tmp_path), "--cores", "2", "--printshellcmds"], check=True, capture_output=True, text=True)
-    imputes = [line for line in (log.stdout + log.stderr).splitlines() if "genimpute -q impute" in line]
+    commands = (log.stdout + log.stderr).splitlines()
+    imputes = [line for line in commands if "genimpute -q impute" in line]
     assert imputes and all(" --threads 2 " in line for line in imputes)  # impute_threads reached each chunk
+    assert any("genimpute panel" in line and " --threads 2 " in line for line in commands)  # all the cores
     out = tmp_path / "out"
     assert not (out / "model").exists()
     assert (out / "panel.gpanel").exists()  # converted once, read by every chunk
