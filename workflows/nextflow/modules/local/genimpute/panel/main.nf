@@ -1,6 +1,6 @@
 process GENIMPUTE_PANEL {
     tag "$meta.id"
-    label 'process_single'
+    label 'process_medium'  // every other process waits for it: two cores inflate and pack the panel
     container 'genimpute:0.1.0'
 
     input:
