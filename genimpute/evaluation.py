@@ -91,8 +91,9 @@ def _allele_counts(genotypes: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _maf(af: float) -> float:
-    return min(af, 1.0 - af)
+def _maf(af):
+    """The minor allele's frequency, of an ALT frequency or an array of them."""
+    return np.minimum(af, 1 - af)
 
 
 def read_truth(path: str | Path) -> tuple[list, dict]:
@@ -135,7 +136,7 @@ def panel_maf(path: str | Path) -> dict:
 def _maf_by_key(contigs: list, positions: np.ndarray, refs: list, alts: list, alt_freq: np.ndarray) -> dict:
     """{variant key: MAF} from a panel's records and their float32 ALT frequencies."""
     key_of = {c: normalise_contig(c) for c in set(contigs)}
-    maf = np.minimum(alt_freq, 1 - alt_freq).astype(np.float64).tolist()
+    maf = _maf(alt_freq).astype(np.float64).tolist()
     return {(key_of[c], p, ref, alt): m for c, p, ref, alt, m in zip(contigs, positions.tolist(), refs, alts, maf)}
 
 
@@ -294,7 +295,7 @@ class _Block:
         sums.append(np.matmul(membership.T, per_sample))
         called = ~np.isnan(true)
         mean = np.where(called, true, 0.0).sum(axis=1) / np.maximum(called.sum(axis=1), 1)
-        truth_maf.append(np.where(ok.any(axis=1), np.minimum(mean / 2, 1 - mean / 2), 0.0))
+        truth_maf.append(np.where(ok.any(axis=1), _maf(mean / 2), 0.0))
         self.clear()
 
 
