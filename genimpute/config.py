@@ -130,8 +130,10 @@ class CopyingSettings:
     # states of a second, wider pass whose P(alt) is averaged with the first's (0: none; measured: 800, 32 neighbours)
     wide_states: int = 0
     wide_neighbours: int = 32
-    ne: float = 3e5  # effective population size in the switch rate, 0.04 ne cM / (panel haplotypes + haplotype_offset)
-    haplotype_offset: int = 200  # keeps the switch rate of a small panel from growing as 1 / its haplotypes
+    ne: float = 3e5  # effective population size in Li and Stephens' switch rate, 0.04 ne cM / panel haplotypes
+    # ... a rate bounded so that on average a switch between neighbouring typed sites is at most this likely:
+    # a small panel's rate would grow as 1 / its haplotypes, and sparse typed sites tell its haplotypes apart less
+    site_switch: float = 0.1
     error: float = 1e-3  # probability of showing an allele other than the copied one
     segment_sites: int = 2000  # typed sites each forward-backward imputes
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads, at least
@@ -139,9 +141,12 @@ class CopyingSettings:
     # segment_sites / 2: the fewer its switches, the farther the sites it weighs, which a larger panel pushes out
     margin_switches: float = 2.0
 
-    def switch_cm(self, n_haplotypes: int) -> float:
-        """cM over which the copying model switches state once on average, in a panel of n_haplotypes."""
-        return (n_haplotypes + self.haplotype_offset) / (0.04 * self.ne)
+    def switch_cm(self, n_haplotypes: int, site_cm: float) -> float:
+        """cM over which the copying model switches state once on average,
+        in a panel of n_haplotypes with typed sites site_cm cM apart on
+        average: Li and Stephens' H / (0.04 ne), and 1 / site_switch sites'
+        spacing more."""
+        return n_haplotypes / (0.04 * self.ne) + site_cm / self.site_switch
 
     def passes(self) -> tuple[tuple[int, int], ...]:
         """(neighbours, states) of each forward-backward pass whose P(alt) are averaged."""
@@ -150,9 +155,11 @@ class CopyingSettings:
 
     def __post_init__(self):
         for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),
-                          ("segment_sites", 1), ("margin_sites", 0), ("haplotype_offset", 0)):
+                          ("segment_sites", 1), ("margin_sites", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
+        if not 0 < self.site_switch <= 1:
+            raise ValueError(f"copying site_switch: expected a probability in (0, 1]; found {self.site_switch}")
         if not self.margin_switches >= 0:
             raise ValueError(f"copying margin_switches: expected at least 0; found {self.margin_switches}")
         if not self.ne > 0:

@@ -25,11 +25,13 @@ series showed (BENCHMARKS.md). One forward-backward over the segment weighs each
 state by the whole path, where per-window passes recomputed overlapping
 stretches for every window.
 
-Switches between states happen with probability 1 - exp(-0.04 ne d /
-(H + haplotype_offset)) over d cM, H the panel's haplotypes: Li and
-Stephens' rate falls as the panel grows, which one fixed rate per cM did
-not; the offset keeps a small panel's rate from growing as 1 / H (held-out
-figures in BENCHMARKS.md). Untyped records take the states' alleles weighted
+Switches between states happen with probability 1 - exp(-d / L) over d
+cM, L = H / (0.04 ne) + s / site_switch, H the panel's haplotypes and s the
+mean cM between the contig's typed sites: Li and Stephens' rate falls as
+the panel grows, which one fixed rate per cM did not, and the second term
+bounds it at site_switch switches per typed site on average, where a small
+panel's rate would grow as 1 / H and sparse sites tell its haplotypes apart
+less (held-out figures in BENCHMARKS.md). Untyped records take the states' alleles weighted
 by the posteriors at the typed sites either side, interpolated in cM; typed
 sites without a call, the posterior at the site.
 
@@ -680,6 +682,8 @@ class ContigModel:
         cm = panel.centimorgans
         self.typed_cm = np.maximum.accumulate(cm[self.typed_rows])  # sorted for searches, as jump_cm clips
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
+        site_cm = (self.typed_cm[-1] - self.typed_cm[0]) / (len(self.typed_cm) - 1) if len(self.typed_cm) > 1 else 0.0
+        self.switch_cm = settings.switch_cm(panel.n_haplotypes, site_cm)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
         gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
         self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)
@@ -717,7 +721,7 @@ class ContigModel:
         15-18% above that of one forward-backward over the whole region
         (BENCHMARKS.md)."""
         s, cm = self.settings, self.typed_cm
-        reach = s.margin_switches * s.switch_cm(self.panel.n_haplotypes)
+        reach = s.margin_switches * self.switch_cm
         most = max(s.margin_sites, s.segment_sites // 2)
         first = min(core_first - s.margin_sites, int(np.searchsorted(cm, cm[core_first] - reach, side="left")))
         last = max(core_last + s.margin_sites, int(np.searchsorted(cm, cm[core_last - 1] + reach, side="right")))
@@ -745,7 +749,7 @@ class ContigModel:
                                excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
                                segment.core_first - first, segment.core_last - first,
                                self.jump_cm[first:segment.last - 1], passes,
-                               s.switch_cm(self.panel.n_haplotypes), s.error, untyped_records, nb.get_num_threads())
+                               self.switch_cm, s.error, untyped_records, nb.get_num_threads())
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
         """(forward index, backward index, alleles (H, sites), untyped

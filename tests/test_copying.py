@@ -125,13 +125,15 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
         assert sightings[j, :2 * k].tolist() == expected + [-1] * (2 * k - len(expected))
 
 
-def _textbook_probabilities(alleles, typed, query, cm, ne, error, offset):
+def _textbook_probabilities(alleles, typed, query, cm, ne, error, site_switch):
     """P(alt) at the untyped records by a float64 forward-backward over every
     haplotype with full transition matrices, interpolated in cM."""
     x = alleles[typed]
     t, k = x.shape
     emit = np.where(x == query[:, None], 1 - error, error)
-    rho = -np.expm1(-0.04 * ne * np.diff(cm[typed]) / (k + offset))  # k: every panel haplotype
+    site_cm = (cm[typed][-1] - cm[typed][0]) / (t - 1)
+    switch_cm = k / (0.04 * ne) + site_cm / site_switch  # k: every panel haplotype
+    rho = -np.expm1(-np.diff(cm[typed]) / switch_cm)
     forward, backward = np.zeros((t, k)), np.ones((t, k))
     forward[0] = emit[0] / k
     for j in range(1, t):
@@ -159,13 +161,13 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
     typed = np.zeros(m, bool)
     typed[[3, 7, 8, 15, 22, 30, 31, 40, 52, 57]] = True
-    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02, haplotype_offset=7)
+    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02, site_switch=0.3)
     model = ContigModel(_panel(alleles, cm_step=0.05), 0, typed, settings)
     [segment] = model.segments()
     queries = rng.integers(0, 2, (typed.sum(), 3)).astype(np.int8)
     got = model.probabilities(segment, queries, np.full(3, -1))[0]
     for q in range(3):
-        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m) * 0.05, 300.0, 0.02, 7)
+        expected = _textbook_probabilities(alleles, typed, queries[:, q], np.arange(m) * 0.05, 300.0, 0.02, 0.3)
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
 
@@ -184,7 +186,7 @@ def test_states_below_the_posterior_floor_are_skipped_at_untyped_records_and_cos
     query = alleles[typed, 0].astype(np.int8)  # haplotype 0's alleles: the posterior is almost all on it
     got = model.probabilities(segment, query[:, None], np.full(1, -1))[0][:, 0]
     expected = _textbook_probabilities(alleles, typed, query, np.arange(m) * cm_step, settings.ne, settings.error,
-                                       settings.haplotype_offset)
+                                       settings.site_switch)
     row = np.searchsorted(np.flatnonzero(~typed), planted)
     assert 0 < expected[row] < POSTERIOR_FLOOR and got[row] == 0
     np.testing.assert_allclose(got, expected, atol=h * POSTERIOR_FLOOR)
@@ -266,7 +268,7 @@ def test_segments_read_the_typed_sites_within_the_copying_models_reach_of_their_
 
     assert spans(margin_switches=0)[1] == [(max(0, c - 10), min(2000, c + 510)) for c in cores]
     settings = CopyingSettings(margin_switches=0.5, ne=6e5)
-    reach = settings.margin_switches * settings.switch_cm(40)  # 0.005 cM: 167 typed sites, under half a segment's 250
+    reach = settings.margin_switches * settings.switch_cm(40, 3e-5)  # 0.001 cM: 33 typed sites, under half a segment's 250
     model, within = spans(margin_switches=0.5, ne=6e5)
     cm = model.typed_cm
     for (first, last), core_first in zip(within, cores):
@@ -528,10 +530,29 @@ def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("bad", [{"ne": 0}, {"ne": -5.0}, {"error": 0.5}, {"neighbours": 0}, {"max_states": 0},
-                                 {"wide_neighbours": 0}, {"wide_states": -1}])
+                                 {"wide_neighbours": 0}, {"wide_states": -1}, {"site_switch": 0},
+                                 {"site_switch": 1.5}])
 def test_copying_settings_refuse_values_that_break_the_model(bad):
     with pytest.raises(ValueError, match="expected"):
         CopyingSettings(**bad)
+
+
+@pytest.mark.parametrize("n_haplotypes", [0, 250, 2_000, 64_000])
+@pytest.mark.parametrize("site_cm", [1e-4, 2e-3, 1e-2])
+def test_the_switch_rate_is_li_and_stephens_bounded_per_typed_site(n_haplotypes, site_cm):
+    """At most site_switch switches per typed site on average, that bound
+    reached with no haplotypes; below Li and Stephens' rate, and close to it
+    where the panel is large and its sites dense."""
+    settings = CopyingSettings()
+    switch_cm = settings.switch_cm(n_haplotypes, site_cm)
+    assert site_cm / switch_cm <= settings.site_switch * (1 + 1e-12)
+    if n_haplotypes == 0:
+        assert site_cm / switch_cm == pytest.approx(settings.site_switch)
+        return
+    li_stephens_cm = n_haplotypes / (0.04 * settings.ne)
+    assert switch_cm > li_stephens_cm
+    if n_haplotypes == 64_000 and site_cm == 1e-4:
+        assert switch_cm == pytest.approx(li_stephens_cm, rel=0.001)
 
 
 def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
