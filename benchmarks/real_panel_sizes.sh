@@ -10,8 +10,9 @@
 # Beagle's: whether a larger panel helps genimpute as fast as it helps Beagle.
 #
 #   bash benchmarks/real_panel_sizes.sh [out dir]   (default benchmarks/out/real_panel_sizes)
-#   env: SIZES (default "125 250 500 991"), ARRAYS (default "omni2.5 omniexpress"),
-#        SEED (the subsets' draw, default 1)
+#   env: SIZES (default "125 250 500 991"), ARRAYS (default "omni2.5 omniexpress
+#        omni2.5.quarter"; NAME.quarter: every fourth typed record of NAME's
+#        targets, about a GSA's density for Omni2.5), SEED (the subsets' draw, default 1)
 #
 # Needs: genimpute installed; beagle, bcftools, tabix on PATH.
 set -euo pipefail
@@ -19,7 +20,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${SHARED_DATA:-$root/../shared/data}
 out=${1:-$root/benchmarks/out/real_panel_sizes}
 sizes=${SIZES:-125 250 500 991}
-arrays=${ARRAYS:-omni2.5 omniexpress}
+arrays=${ARRAYS:-omni2.5 omniexpress omni2.5.quarter}
 seed=${SEED:-1}
 data=$shared/chr20_1kgp1
 panel=$data/panel.vcf.gz
@@ -45,6 +46,13 @@ done
 
 for a in $arrays; do
   targets=$data/targets.$a.vcf.gz
+  if [[ $a == *.quarter ]]; then
+    targets=targets.$a.vcf.gz
+    [[ -s $targets.tbi ]] || {
+      bcftools view "$data/targets.${a%.quarter}.vcf.gz" | awk '/^#/ || ++n % 4 == 0' | bgzip > "$targets"
+      tabix -f -p vcf "$targets"
+    }
+  fi
   for n in $sizes; do
     echo "$a targets, panel of $n samples ($(bcftools index -n "panel.$n.vcf.gz") records):"
     kept "genimpute.$a.$n" || timed "genimpute.$a.$n" genimpute -q impute "$targets" --ref "panel.$n.vcf.gz" \
