@@ -17,7 +17,11 @@ whose haplotype was found longest ago, from halfway between the two
 sightings. So every stretch of the segment has the haplotypes matching the
 target there; one set of the `max_states` found most often over the whole
 segment left some stretches with few of those when more were found (held-out
-figures in BENCHMARKS.md). With `wide_states` a second pass, over more
+figures in BENCHMARKS.md). Sparse typed sites in a large panel get more
+states (CopyingSettings.passes): they tell fewer of the many haplotypes that
+match a target apart, and with 400 states genimpute fell behind Beagle in
+the common bins at 4,000-16,000 samples on every other or every fourth
+array site. With `wide_states` a second pass, over more
 states from more neighbours, follows, and P(alt) is the mean of the two
 passes': not the default, as it costs 2.9 times the time for gains on
 held-out samples of a 16,000-sample panel that no target cell of the scale
@@ -684,6 +688,7 @@ class ContigModel:
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         site_cm = (self.typed_cm[-1] - self.typed_cm[0]) / (len(self.typed_cm) - 1) if len(self.typed_cm) > 1 else 0.0
         self.switch_cm = settings.switch_cm(panel.n_haplotypes, site_cm)
+        self.passes = np.array(settings.passes(panel.n_haplotypes, site_cm), dtype=np.int64)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
         gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
         self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)
@@ -744,11 +749,10 @@ class ContigModel:
         if not untyped:
             stop = start
         forward_index, backward_index, haplotype_alleles, untyped_records = self._build(segment, start, stop)
-        passes = np.array(s.passes(), dtype=np.int64)
         return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
                                excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
                                segment.core_first - first, segment.core_last - first,
-                               self.jump_cm[first:segment.last - 1], passes,
+                               self.jump_cm[first:segment.last - 1], self.passes,
                                self.switch_cm, s.error, untyped_records, nb.get_num_threads())
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:

@@ -555,6 +555,24 @@ def test_the_switch_rate_is_li_and_stephens_bounded_per_typed_site(n_haplotypes,
         assert switch_cm == pytest.approx(li_stephens_cm, rel=0.001)
 
 
+@pytest.mark.parametrize("spacing, n_haplotypes, states", [
+    (1.0, 4000, 400), (1.5, 4000, 600), (2.0, 4000, 800), (4.0, 64_000, 800),  # up to twice, at twice the spacing
+    (0.5, 64_000, 400), (4.0, 3999, 400)])  # never fewer; none more in a smaller panel
+def test_sparse_typed_sites_in_a_large_panel_get_more_states(spacing, n_haplotypes, states):
+    settings = CopyingSettings(wide_states=100)
+    site_cm = spacing * settings.dense_site_cm
+    assert settings.passes(n_haplotypes, site_cm) == ((16, states), (32, states // 4))
+
+
+def test_the_engine_takes_its_states_from_the_contigs_typed_site_spacing():
+    alleles = np.random.default_rng(3).integers(0, 2, (300, 20)).astype(np.uint8)
+    typed = np.zeros(300, dtype=bool)
+    typed[::3] = True  # typed sites 3 cM_step apart
+    for cm_step, states in ((1e-5, 400), (0.003 / 3, 480)):  # 0.003 cM: 1.2 times dense_site_cm
+        model = ContigModel(_panel(alleles, cm_step), 0, typed, CopyingSettings(sparse_states_from=20))
+        assert model.passes.tolist() == [[16, states]]
+
+
 def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
     result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--ne", "0",
                   "--out", str(tmp_path / "out.vcf.gz")], ok=False)
