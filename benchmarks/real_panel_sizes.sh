@@ -29,6 +29,12 @@ mkdir -p "$out"
 cd "$out"
 source "$root/benchmarks/lib.sh"
 
+# the subsets, and the outputs kept from an earlier run, are those of one draw: another needs another directory
+if [[ -s seed.txt && $(< seed.txt) != "$seed" ]]; then
+  echo "$out holds the subsets of SEED=$(< seed.txt); expected SEED=$seed there: give another out dir" >&2
+  exit 2
+fi
+echo "$seed" > seed.txt
 # one random order of the panel's samples; each size takes its first N, so the subsets are nested
 bcftools query -l "$panel" | python -c "
 import random, sys
