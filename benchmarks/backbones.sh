@@ -65,7 +65,7 @@ if [[ -n $region ]]; then region_flags=(--region "$region"); fi
 
 echo "training, $train_minutes min each:"
 for b in $backbones; do
-  kept "train_$b" && continue
+  kept "train_$b" genimpute && continue
   rm -rf "model_$b"
   # steps far beyond the budget: the budget stops training, the learning rate stays near its peak
   # shellcheck disable=SC2046  # the flags are meant to split into words
@@ -75,14 +75,14 @@ for b in $backbones; do
 done
 echo "imputing ${region:-the whole job}:"
 for b in $backbones; do
-  kept "impute_$b" || timed "impute_$b" genimpute -q impute "$targets" --model "model_$b" "${region_flags[@]}" \
+  kept "impute_$b" genimpute || timed "impute_$b" genimpute -q impute "$targets" --model "model_$b" "${region_flags[@]}" \
     --out "$b.vcf.gz" --force
 done
 for r in $(seq "$beagle_rounds"); do
-  kept "beagle.$r" || timed "beagle.$r" beagle ref="$panel" gt="$targets" map="$genetic_map" out=beagle nthreads=2
+  kept "beagle.$r" beagle || timed "beagle.$r" beagle ref="$panel" gt="$targets" map="$genetic_map" out=beagle nthreads=2
 done
 sort -n beagle.*.time | sed -n "$(( (beagle_rounds + 1) / 2 ))p" > beagle.time  # the median round
-kept minimac4 || minimac4_run minimac4 "$panel" "$targets"
+kept minimac4 minimac4 || minimac4_run minimac4 "$panel" "$targets"
 for t in beagle minimac4; do
   tabix -f -p vcf "$t.vcf.gz"
   if [[ -n $region ]]; then

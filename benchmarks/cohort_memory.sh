@@ -37,7 +37,7 @@ fi
   bcftools query -l targets.10020.vcf.gz | sed -n "1,1000p" > targets.1000.txt
   bcftools view -S targets.1000.txt -Oz -o targets.1000.vcf.gz targets.10020.vcf.gz && tabix -f targets.1000.vcf.gz
 }
-kept "convert.$size" || timed "convert.$size" genimpute panel "$panel" --map "$scale/const.map" --out "panel.$size.gpanel" --force
+kept "convert.$size" genimpute || timed "convert.$size" genimpute panel "$panel" --map "$scale/const.map" --out "panel.$size.gpanel" --force
 for n in 1000 10020; do
   echo "$n targets, $size-sample panel:"
   for fields in GT:DS:GP GT:DS; do

@@ -23,7 +23,7 @@ cd "$out"
 source "$root/benchmarks/lib.sh"
 
 
-kept convert || timed convert genimpute panel "$panel" --map "$map" --out panel.gpanel --force
+kept convert genimpute || timed convert genimpute panel "$panel" --map "$map" --out panel.gpanel --force
 for a in $arrays; do
   targets=$data/targets.$a.vcf.gz
   echo "$a targets:"
@@ -31,7 +31,7 @@ for a in $arrays; do
   median_of "copying_vcf_$a" genimpute -q impute "$targets" --ref "$panel" --map "$map" --out "copying.$a.vcf.gz" \
     --force
   median_of "beagle_$a" beagle ref="$panel" gt="$targets" map="$map" out="beagle_$a" nthreads=2
-  kept "model_$a" || timed "model_$a" genimpute -q impute "$targets" --ref "$panel" --map "$map" --engine model \
+  kept "model_$a" genimpute || timed "model_$a" genimpute -q impute "$targets" --ref "$panel" --map "$map" --engine model \
     --out "model.$a.vcf.gz" --force
   ratio "copying_compact_$a" "beagle_$a"
   ratio "copying_vcf_$a" "beagle_$a"

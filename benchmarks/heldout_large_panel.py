@@ -16,13 +16,17 @@ for every tool after the first, 90% bootstrap intervals of its error less
 the first tool's, over the bin's variants and over the samples
 (benchmarks/paired_errors.py).
 
-Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file; a tool's
-output already there is reused (delete it to rerun).
+Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file: a tool's
+output already there is reused (delete it to rerun), genimpute's only if
+the same code made it (code_version.py). OUT_DIR serves one draw of one
+panel and array: asked for another, the script stops rather than score
+samples that its reference holds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -31,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from cyvcf2 import VCF
 
+from code_version import code_version
 from genimpute.config import CopyingSettings
 from genimpute.evaluation import BIN_LABELS, maf_bin, variant_key
 from paired_errors import common_variants, dosages, report
@@ -60,18 +65,24 @@ def _copying_command(gt: Path, ref: Path, genetic_map: str, settings: str, out: 
     return [sys.executable, "-c", script], out
 
 
-def _run(command: list, out: Path) -> float:
-    """Wall seconds of a command; its output already present is reused (0 s)."""
-    if out.exists():
+def _run(command: list, out: Path, made_by: str) -> float:
+    """Wall seconds of a command; its output already present is reused (0
+    s) if `made_by` made it (out's .made_by file, written when it ends)."""
+    stamp = out.with_name(out.name + ".made_by")
+    if out.exists() and stamp.exists() and stamp.read_text() == made_by:
         return 0.0
+    stamp.unlink(missing_ok=True)
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stamp.write_text(made_by)
     return time.monotonic() - started
 
 
 def make_inputs(panel: str, array: str, out: Path, n_held_out: int, seed: int) -> tuple[Path, Path, list]:
     """(reference VCF, held-out VCF at the array's sites, held-out samples)."""
     out.mkdir(parents=True, exist_ok=True)
+    _claim(out, {"panel": str(Path(panel).resolve()), "array": str(Path(array).resolve()),
+                 "held_out": n_held_out, "seed": seed})
     samples = subprocess.run(["bcftools", "query", "-l", panel], check=True, capture_output=True,
                              text=True).stdout.split()
     held_out = sorted(np.random.default_rng(seed).choice(samples, n_held_out, replace=False).tolist())
@@ -85,6 +96,20 @@ def make_inputs(panel: str, array: str, out: Path, n_held_out: int, seed: int) -
                        check=True)
         subprocess.run(["tabix", "-f", str(gt)], check=True)
     return ref, gt, held_out
+
+
+def _claim(out: Path, inputs: dict) -> None:
+    """Record in out/inputs.json the draw whose files out holds, or stop if
+    it holds another's: its reference would hold the new draw's held-out
+    samples. A directory with a reference but no record predates the
+    record and is not trusted either."""
+    record = out / "inputs.json"
+    found = json.loads(record.read_text()) if record.exists() else None
+    if found is None and (out / "ref.vcf.gz").exists():
+        sys.exit(f"{out} holds a reference drawn before inputs.json was kept; expected {inputs}: give another OUT_DIR")
+    if found is not None and found != inputs:
+        sys.exit(f"{out} holds the files of {found}; expected {inputs}: give another OUT_DIR")
+    record.write_text(json.dumps(inputs, indent=1) + "\n")
 
 
 def truth_and_bins(panel: str, held_out: list, keys: list) -> tuple[np.ndarray, np.ndarray]:
@@ -117,7 +142,9 @@ def main() -> None:
     out = Path(args.out)
     ref, gt, held_out = make_inputs(args.panel, args.array, out, args.held_out, args.seed)
     commands = tool_commands(args, ref, gt, out)
-    seconds = {tool: _run(*command) for tool, command in commands.items()}
+    genimpute_code = f"genimpute {code_version()}"
+    seconds = {tool: _run(*command, "beagle" if tool == "beagle" else genimpute_code)
+               for tool, command in commands.items()}
     found = {tool: dosages(command[1], held_out) for tool, command in commands.items()}
     keys = common_variants(found)
     truth, bins = truth_and_bins(args.panel, held_out, keys)

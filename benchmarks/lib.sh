@@ -1,14 +1,25 @@
 # shellcheck shell=bash
 # Helpers shared by the benchmark scripts (sourced, not run).
 
-timed() {  # timed NAME CMD... : run CMD, record wall seconds and peak RSS in NAME.time, output in NAME.log
+timed() {  # timed NAME CMD... : run CMD, record wall seconds and peak RSS in NAME.time, output in NAME.log,
+  # and what made it in NAME.code (made_by)
   local name=$1; shift
   if ! /usr/bin/time -f "%e %M" -o "$name.time" "$@" > "$name.log" 2>&1; then
     rm -f "$name.time"  # so that a rerun does not keep it
     echo "$name failed; see $PWD/$name.log" >&2
     return 1
   fi
+  made_by "$@" > "$name.code"
   report "$name"
+}
+
+made_by() {  # made_by CMD... : "genimpute" and the code_version.py of the code it runs, or CMD's program
+  if [[ " $* " == *" genimpute "* ]]; then
+    [[ -n ${GENIMPUTE_CODE:-} ]] || GENIMPUTE_CODE=$(python "$(dirname "${BASH_SOURCE[0]}")/code_version.py")
+    echo "genimpute $GENIMPUTE_CODE"
+  else
+    basename "$1"
+  fi
 }
 
 report() {  # report NAME [NOTE] : print NAME.time
@@ -24,9 +35,10 @@ median_of() {  # median_of NAME CMD... : ROUNDS (default 3) timed runs; NAME.tim
   report "$name" "(median of $rounds)"
 }
 
-kept() {  # kept NAME : true, and NAME's figures printed, if an earlier run finished NAME
-  # (time writes NAME.time when the command ends, so a killed step leaves it empty)
-  [[ -s $1.time ]] && report "$1" "(kept from an earlier run)"
+kept() {  # kept NAME PROGRAM : true, and NAME's figures printed, if an earlier run of PROGRAM finished NAME
+  # and, for genimpute, the same code did (time writes NAME.time when the command ends, so a killed step
+  # leaves it empty): an output of other code would be read as this code's, so it is made again
+  [[ -s $1.time && -s $1.code && $(< "$1.code") == "$(made_by "$2")" ]] && report "$1" "(kept from an earlier run)"
 }
 
 ratio() {  # ratio A B : A's wall time and peak RSS over B's

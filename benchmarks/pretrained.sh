@@ -36,11 +36,11 @@ model=(--engine "$engine")
 for a in $arrays; do
   targets=$data/targets.$a.vcf.gz
   echo "$a targets:"
-  kept "impute_$a" || timed "impute_$a" genimpute -q impute "$targets" --ref "$panel" --map "$map" "${model[@]}" \
+  kept "impute_$a" genimpute || timed "impute_$a" genimpute -q impute "$targets" --ref "$panel" --map "$map" "${model[@]}" \
     --out "pretrained.$a.vcf.gz" --force
-  kept "beagle_$a" || timed "beagle_$a" beagle ref="$panel" gt="$targets" map="$map" \
+  kept "beagle_$a" beagle || timed "beagle_$a" beagle ref="$panel" gt="$targets" map="$map" \
     out="beagle_$a" nthreads=2
-  kept "minimac4_$a" || minimac4_run "minimac4_$a" "$panel" "$targets"
+  kept "minimac4_$a" minimac4 || minimac4_run "minimac4_$a" "$panel" "$targets"
   ratio "impute_$a" "beagle_$a"
   ratio "impute_$a" "minimac4_$a"
 done
@@ -54,11 +54,11 @@ if [[ ! -s $hm.truth.vcf.gz.tbi ]]; then
   bcftools view -r 20:8000000-12000000 -s "^$held_out" "$shared/hapmap_ceu_chr20/panel.b37.bcf" | to_vcf "$hm.panel.vcf.gz"
   bcftools view -T "$shared/arrays/omni2.5_chr20_b37.txt" "$hm.truth.vcf.gz" | to_vcf "$hm.targets.vcf.gz"
 fi
-kept impute_hapmap || timed impute_hapmap genimpute -q impute "$hm.targets.vcf.gz" --ref "$hm.panel.vcf.gz" --map "$map" "${model[@]}" \
+kept impute_hapmap genimpute || timed impute_hapmap genimpute -q impute "$hm.targets.vcf.gz" --ref "$hm.panel.vcf.gz" --map "$map" "${model[@]}" \
   --out pretrained.hapmap.vcf.gz --force
-kept beagle_hapmap || timed beagle_hapmap beagle ref="$hm.panel.vcf.gz" gt="$hm.targets.vcf.gz" \
+kept beagle_hapmap beagle || timed beagle_hapmap beagle ref="$hm.panel.vcf.gz" gt="$hm.targets.vcf.gz" \
   map="$map" out=beagle_hapmap nthreads=2
-kept minimac4_hapmap || minimac4_run minimac4_hapmap "$hm.panel.vcf.gz" "$hm.targets.vcf.gz"
+kept minimac4_hapmap minimac4 || minimac4_run minimac4_hapmap "$hm.panel.vcf.gz" "$hm.targets.vcf.gz"
 
 score() {  # score NAME TRUTH PANEL
   echo -e "\n$1 targets:"

@@ -61,9 +61,9 @@ for a in $arrays; do
   fi
   for n in $sizes; do
     echo "$a targets, panel of $n samples ($(bcftools index -n "panel.$n.vcf.gz") records):"
-    kept "genimpute.$a.$n" || timed "genimpute.$a.$n" genimpute -q impute "$targets" --ref "panel.$n.vcf.gz" \
+    kept "genimpute.$a.$n" genimpute || timed "genimpute.$a.$n" genimpute -q impute "$targets" --ref "panel.$n.vcf.gz" \
       --map "$map" --out "genimpute.$a.$n.vcf.gz" --force
-    kept "beagle.$a.$n" || timed "beagle.$a.$n" beagle ref="panel.$n.vcf.gz" gt="$targets" map="$map" \
+    kept "beagle.$a.$n" beagle || timed "beagle.$a.$n" beagle ref="panel.$n.vcf.gz" gt="$targets" map="$map" \
       out="beagle.$a.$n" nthreads=2
     genimpute evaluate --truth "$data/targets.truth.vcf.gz" --ref "$panel" --labels genimpute,beagle \
       "genimpute.$a.$n.vcf.gz" "beagle.$a.$n.vcf.gz" --json > "r2.$a.$n.json"

@@ -41,10 +41,11 @@ done
 for p in $panels; do
   panel=$scale/panel.$p.vcf.gz
   echo "panel $p samples, converted once:"
-  kept "convert.$p" || timed "convert.$p" genimpute panel "$panel" --map "$scale/const.map" \
+  kept "convert.$p" genimpute || timed "convert.$p" genimpute panel "$panel" --map "$scale/const.map" \
     --out "panel.$p.gpanel" --force
-  if ! kept "compress.$p"; then
+  if ! kept "compress.$p" minimac4; then
     /usr/bin/time -f "%e %M" -o "compress.$p.time" minimac4 --compress-reference "$panel" > "minimac4.$p.msav" 2> /dev/null
+    made_by minimac4 > "compress.$p.code"
     report "compress.$p"
   fi
   for n in $cohorts; do
