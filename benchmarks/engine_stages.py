@@ -40,17 +40,18 @@ def main() -> None:
     panel = model.panel
     records = model._untyped_span(segment.core_first, segment.core_last)
     forward_index, backward_index, alleles, untyped = model._build(segment, *records)
-    jump_rate = copying.switch_probabilities(model.jump_cm, settings.switch_cm(panel.n_haplotypes))
+    jump_rate = copying.switch_probabilities(model.jump_cm, model.switch_cm)
+    neighbours, max_states = model.passes[0]  # the engine's first (by default only) pass
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}
     sightings = timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries, np.arange(n),
-                      settings.neighbours, np.full(n, -1, dtype=np.int64))
+                      neighbours, np.full(n, -1, dtype=np.int64))
     slot_of = np.full(panel.n_haplotypes, -1, dtype=np.int32)
-    capacity = sightings.shape[1] * sightings.shape[2] + settings.max_states
+    capacity = sightings.shape[1] * sightings.shape[2] + max_states
     buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
     for q in range(n):
         segments, n_states = timed(seconds, "composite states", copying._composite_states, sightings[q],
-                                   settings.max_states, slot_of, buffer, heap)
+                                   max_states, slot_of, buffer, heap)
         segments = segments.copy()  # the buffer is the next call's
         state_alleles = timed(seconds, "states' alleles", copying._state_alleles, alleles, segments, n_states, sites)
         posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(),

@@ -76,23 +76,22 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
     return segments.copy()
 
 
-def switch_rates(model, n_haplotypes: int) -> np.ndarray:
+def switch_rates(model) -> np.ndarray:
     """The engine's switch probability between each pair of neighbouring typed sites."""
-    settings = model.settings
-    return copying.switch_probabilities(model.jump_cm, settings.switch_cm(n_haplotypes))
+    return copying.switch_probabilities(model.jump_cm, model.switch_cm)
 
 
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
     """(records, Q) P(alt) of every query at the segment's untyped records over the chosen states."""
     forward_index, backward_index, haplotype_alleles, untyped = index
     last, settings = queries.shape[0], model.settings
-    jump = switch_rates(model, haplotype_alleles.shape[0])
+    jump = switch_rates(model)
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
         runs = runs_through(haplotype_alleles.T, queries[:, q])
         longest = np.unique(np.argpartition(-runs, top, axis=1)[:, :top])
         base = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0],
-                                settings.neighbours, settings.max_states) \
+                                *model.passes[0]) \
             if with_composite else np.zeros((4, 0), np.int64)
         n_base = int(base[0].max()) + 1 if base.shape[1] else 0
         segments = np.concatenate([base, whole_segment_states(longest, n_base, last)], axis=1)
@@ -119,7 +118,7 @@ def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per
     """(records, Q) P(alt) over composite states from the PBWT neighbours at the steps' first sites only."""
     forward_index, backward_index, haplotype_alleles, untyped = index
     last, settings, n_haplotypes = queries.shape[0], model.settings, haplotype_alleles.shape[0]
-    jump = switch_rates(model, n_haplotypes)
+    jump = switch_rates(model)
     elsewhere = np.ones(last, dtype=bool)
     elsewhere[step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], step_cm)] = False
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
@@ -162,11 +161,11 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
     """(records, Q) P(alt) over the engine's composite states, switches landing by run length^alpha."""
     forward_index, backward_index, haplotype_alleles, untyped = index
     last, settings = queries.shape[0], model.settings
-    jump = switch_rates(model, haplotype_alleles.shape[0])
+    jump = switch_rates(model)
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
         segments = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0],
-                                    settings.neighbours, settings.max_states)
+                                    *model.passes[0])
         state_alleles = copying._state_alleles(haplotype_alleles, segments, int(segments[0].max()) + 1, last)
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)

@@ -44,3 +44,31 @@ def test_steps_begin_half_a_step_in_then_every_step():
     assert step_starts(centimorgans, 0.1).tolist() == [0, 2, 6]
     # a step shorter than every gap starts at every site
     assert step_starts(centimorgans, 1e-6).tolist() == list(range(len(centimorgans)))
+
+
+def test_its_engine_states_and_rates_are_the_engines_own():
+    """With switches landing uniformly, longest_runs' pass over the engine's
+    composite states at the engine's switch rates is the engine's output:
+    the script stays a variation of the engine as the engine's settings change."""
+    from longest_runs import impute_weighted
+
+    from genimpute.config import CopyingSettings
+    from genimpute.copying import ContigModel
+    from genimpute.panel import ReferencePanel
+
+    rng = np.random.default_rng(5)
+    m, h = 400, 120
+    alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
+    panel = ReferencePanel(
+        samples=[f"s{i}" for i in range(h // 2)], contig_names=["20"], contig_index=np.zeros(m, np.int32),
+        positions=np.arange(1, m + 1, dtype=np.int64) * 100, ids=["."] * m, refs=["A"] * m, alts=["C"] * m,
+        packed=np.packbits(alleles, axis=1), alt_freq=alleles.mean(1).astype(np.float32),
+        centimorgans=np.arange(m, dtype=np.float64) * 1e-4)
+    typed = rng.random(m) < 0.3
+    model = ContigModel(panel, 0, typed, CopyingSettings(neighbours=2, max_states=12))
+    [segment] = model.segments()
+    queries = alleles[model.typed_rows][:, :6].astype(np.int8)
+    queries[::7] ^= 1
+    index = model._build(segment, *model._untyped_span(segment.core_first, segment.core_last))
+    engine = model.probabilities(segment, queries, np.full(6, -1, dtype=np.int64))[0]
+    np.testing.assert_allclose(impute_weighted(model, segment, index, queries, 0.0), engine, atol=1e-4)
