@@ -9,7 +9,8 @@
 #
 #   bash benchmarks/backbones.sh [out dir]
 # Run again on the same out dir, it keeps the steps an earlier (killed) run
-# finished and does the rest; start from an empty dir for a fresh run.
+# finished (genimpute's only if the same code ran them: lib.sh's kept) and
+# does the rest; start from an empty dir for a fresh run.
 #   env: TRAIN_MINUTES (default 30); BACKBONES (default "msa-ev npssm-ev
 #        spin-ev match": each reading match's evidence from the query's 128
 #        nearest rows, as match does; msa's layers over local windows of 16

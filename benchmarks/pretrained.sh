@@ -12,7 +12,7 @@
 #
 #   bash benchmarks/pretrained.sh [out dir]   (default benchmarks/out/pretrained)
 # Run again on the same out dir, it keeps the steps an earlier (killed) run
-# finished and does the rest.
+# finished (genimpute's only if the same code ran them: lib.sh's kept) and does the rest.
 #   env: MODEL (a model directory; default: the bundled model),
 #        ARRAYS (default "omni2.5 omniexpress": targets.$ARRAY.vcf.gz),
 #        ENGINE (default model; copying: what `impute --ref` alone runs)
