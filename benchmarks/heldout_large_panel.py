@@ -67,13 +67,18 @@ def _copying_command(gt: Path, ref: Path, genetic_map: str, settings: str, out: 
 
 def _run(command: list, out: Path, made_by: str) -> float:
     """Wall seconds of a command; its output already present is reused (0
-    s) if `made_by` made it (out's .made_by file, written when it ends)."""
+    s) if `made_by` made it (out's .made_by file, written when it ends),
+    and removed before the command runs if not (genimpute keeps an
+    existing output)."""
     stamp = out.with_name(out.name + ".made_by")
     if out.exists() and stamp.exists() and stamp.read_text() == made_by:
         return 0.0
-    stamp.unlink(missing_ok=True)
+    for stale in (stamp, out, out.with_name(out.name + ".tbi")):
+        stale.unlink(missing_ok=True)
     started = time.monotonic()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        sys.exit(f"making {out} failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
     stamp.write_text(made_by)
     return time.monotonic() - started
 

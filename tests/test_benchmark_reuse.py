@@ -29,8 +29,9 @@ def test_code_version_follows_the_files_not_the_caches(tmp_path):
 
 def test_an_output_is_made_again_when_other_code_made_it(tmp_path):
     out, runs = tmp_path / "copying.vcf.gz", tmp_path / "runs"
-    command = [sys.executable, "-c", f"from pathlib import Path; Path({str(out)!r}).touch();"
-               f"open({str(runs)!r}, 'a').write('x')"]
+    # like genimpute, the command refuses to replace an output
+    command = [sys.executable, "-c", f"from pathlib import Path; assert not Path({str(out)!r}).exists();"
+               f"Path({str(out)!r}).touch(); open({str(runs)!r}, 'a').write('x')"]
     _run(command, out, "genimpute aaaa")
     assert _run(command, out, "genimpute aaaa") == 0.0  # kept
     _run(command, out, "genimpute bbbb")
@@ -38,6 +39,8 @@ def test_an_output_is_made_again_when_other_code_made_it(tmp_path):
     out.with_name(out.name + ".made_by").unlink()  # an output with no record of what made it
     _run(command, out, "genimpute bbbb")
     assert runs.read_text() == "xxx"
+    with pytest.raises(SystemExit, match="(?s)making .*copying.vcf.gz failed.*no panel here"):
+        _run([sys.executable, "-c", "import sys; sys.exit('no panel here')"], out, "genimpute cccc")
 
 
 def test_a_held_out_directory_serves_one_draw(tmp_path):
