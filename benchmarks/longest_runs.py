@@ -20,12 +20,14 @@ longest runs starting and ending at that site), kept in the engine's
 composite states (up to 1,600, Beagle's number), where the engine looks
 at every typed site. With MEANS, the mean of two of those ways' dosages.
 
-    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--tops 5,20] [--alphas 0.5,1] [--steps 0.1:13]
-        [--means default/runs8]
+    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--map MAP] [--tops 5,20] [--alphas 0.5,1]
+        [--steps 0.1:13] [--means default/runs8]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
 held_out.txt, beagle.vcf.gz); PANEL the panel it held samples out of, ARRAY
-its array sites; the first SAMPLES held-out samples are imputed. Computes
+its array sites, MAP the genetic map heldout_large_panel.py was given
+(without it, 1 cM per Mb, which the simulated series' map is not: it has
+1.68); the first SAMPLES held-out samples are imputed. Computes
 every haplotype's runs in numpy for --tops: about 1.4 s per target
 haplotype at 16,000 samples, for contigs of one segment only.
 """
@@ -96,7 +98,7 @@ def impute(model, segment, index, queries: np.ndarray, top: int, with_composite:
         n_base = int(base[0].max()) + 1 if base.shape[1] else 0
         segments = np.concatenate([base, whole_segment_states(longest, n_base, last)], axis=1)
         copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_base + len(longest), last,
-                                  0, 0, jump, settings.error, untyped, out[:, q], np.empty(0, np.float32))
+                                  0, last, jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
     return out
 
 
@@ -126,7 +128,7 @@ def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per
         segments = composite_states((forward_index, backward_index), queries, q, n_haplotypes, per_side,
                                     STEP_STATES, elsewhere)
         copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, int(segments[0].max()) + 1,
-                                  last, 0, 0, jump, settings.error, untyped, out[:, q], np.empty(0, np.float32))
+                                  last, 0, last, jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
     return out
 
 
@@ -188,6 +190,7 @@ def arguments() -> argparse.Namespace:
     for name in ("heldout", "full_panel", "array"):
         parser.add_argument(name)
     parser.add_argument("n_samples", type=int)
+    parser.add_argument("--map", help="the genetic map (PLINK format) the held-out samples were imputed with")
     parser.add_argument("--tops", default="", help="runsK and composite+runsK for each K, as 5,20")
     parser.add_argument("--alphas", default="", help="jumps^A for each A, as 0.5,1")
     parser.add_argument("--steps", default="", help="steps C:N for each C cM and N neighbours, as 0.1:13,0.05:13")
@@ -207,6 +210,8 @@ def main() -> None:
             raise SystemExit(f"--means {pair}: expected two of {sorted(known)} joined by /")
     heldout, full_panel, array = args.heldout, args.full_panel, args.array
     panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
+    if args.map:
+        panel = panel.with_genetic_map(args.map)
     sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
     typed = np.isin(panel.positions, list(sites))
     held = open(f"{heldout}/held_out.txt").read().split()[:args.n_samples]

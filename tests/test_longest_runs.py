@@ -46,11 +46,13 @@ def test_steps_begin_half_a_step_in_then_every_step():
     assert step_starts(centimorgans, 1e-6).tolist() == list(range(len(centimorgans)))
 
 
-def test_its_engine_states_and_rates_are_the_engines_own():
-    """With switches landing uniformly, longest_runs' pass over the engine's
-    composite states at the engine's switch rates is the engine's output:
-    the script stays a variation of the engine as the engine's settings change."""
-    from longest_runs import impute_weighted
+def test_its_passes_reduce_to_the_engine():
+    """Each of longest_runs' ways, made the engine's (switches landing
+    uniformly; no longest runs added; a step at every site with the
+    engine's neighbours, where the states outnumber the haplotypes), gives
+    the engine's output: the script stays a variation of the engine as the
+    engine's settings and calls change."""
+    from longest_runs import impute, impute_steps, impute_weighted
 
     from genimpute.config import CopyingSettings
     from genimpute.copying import ContigModel
@@ -65,10 +67,12 @@ def test_its_engine_states_and_rates_are_the_engines_own():
         packed=np.packbits(alleles, axis=1), alt_freq=alleles.mean(1).astype(np.float32),
         centimorgans=np.arange(m, dtype=np.float64) * 1e-4)
     typed = rng.random(m) < 0.3
-    model = ContigModel(panel, 0, typed, CopyingSettings(neighbours=2, max_states=12))
+    model = ContigModel(panel, 0, typed, CopyingSettings(neighbours=2, max_states=1600))
     [segment] = model.segments()
     queries = alleles[model.typed_rows][:, :6].astype(np.int8)
     queries[::7] ^= 1
     index = model._build(segment, *model._untyped_span(segment.core_first, segment.core_last))
     engine = model.probabilities(segment, queries, np.full(6, -1, dtype=np.int64))[0]
     np.testing.assert_allclose(impute_weighted(model, segment, index, queries, 0.0), engine, atol=1e-4)
+    np.testing.assert_allclose(impute(model, segment, index, queries, 0, True), engine, atol=1e-5)
+    np.testing.assert_allclose(impute_steps(model, segment, index, queries, 1e-9, 2), engine, atol=1e-5)
