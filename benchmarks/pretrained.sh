@@ -12,7 +12,8 @@
 #
 #   bash benchmarks/pretrained.sh [out dir]   (default benchmarks/out/pretrained)
 # Run again on the same out dir, it keeps the steps an earlier (killed) run
-# finished (genimpute's only if the same code ran them: lib.sh's kept) and does the rest.
+# finished (genimpute's only if the same code, MODEL and ENGINE ran them) and
+# does the rest.
 #   env: MODEL (a model directory; default: the bundled model),
 #        ARRAYS (default "omni2.5 omniexpress": targets.$ARRAY.vcf.gz),
 #        ENGINE (default model; copying: what `impute --ref` alone runs)
@@ -32,6 +33,8 @@ source "$root/benchmarks/lib.sh"
 engine=${ENGINE:-model}  # model: the model, not the copying engine that --ref alone runs
 model=(--engine "$engine")
 [[ -n ${MODEL:-} ]] && model=(--engine "$engine" --model "$MODEL")
+# what makes genimpute's outputs here (lib.sh's kept): its code, MODEL's files and the engine
+GENIMPUTE_CODE="$(python "$root/benchmarks/code_version.py" ${MODEL:+"$MODEL"}) $engine"
 
 for a in $arrays; do
   targets=$data/targets.$a.vcf.gz

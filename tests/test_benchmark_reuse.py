@@ -25,6 +25,13 @@ def test_code_version_follows_the_files_not_the_caches(tmp_path):
     assert code_version(package) == first
     (package / "engine.py").write_text("RATE = 2\n")
     assert code_version(package) != first
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.pt").write_bytes(b"weights")
+    with_model = code_version(package, (model,))
+    assert with_model != code_version(package)
+    (model / "model.pt").write_bytes(b"other weights")
+    assert code_version(package, (model,)) != with_model
 
 
 def test_an_output_is_made_again_when_other_code_made_it(tmp_path):
