@@ -46,20 +46,25 @@ _N, _X, _Y, _XX, _YY, _XY, _CONCORDANT, _NONREF_DISCORDANT, _NONREF = range(9)
 
 
 # Values are rounded to this many decimals before binning, so 1 - 0.9
-# (0.0999... in floating point) and float32 INFO values such as DR2=0.9
-# (0.89999998) fall in the bin their decimal spelling names.
+# (0.0999... in floating point) and float32 values such as DR2=0.9
+# (0.89999998) or a panel's MAF of 0.005 fall in the bin their decimal
+# spelling names. The rounding is done in float64: rounded in float32, 0.005
+# is still 0.00499999988, below the bin edge.
 _BIN_DECIMALS = 6
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    return np.round(np.asarray(values, dtype=np.float64), _BIN_DECIMALS)
 
 
 def maf_bin(maf: np.ndarray) -> np.ndarray:
     """Index into BIN_LABELS; MAF 0.5 falls in the last, closed bin."""
-    maf = np.round(maf, _BIN_DECIMALS)
-    return np.clip(np.searchsorted(MAF_BINS, maf, side="right") - 1, 0, len(BIN_LABELS) - 1)
+    return np.clip(np.searchsorted(MAF_BINS, _rounded(maf), side="right") - 1, 0, len(BIN_LABELS) - 1)
 
 
 def r2_bin(r2: np.ndarray) -> np.ndarray:
     """Index into R2_BIN_LABELS; estimates outside [0, 1] count as the nearest end."""
-    r2 = np.round(np.clip(r2, 0.0, 1.0), _BIN_DECIMALS)
+    r2 = _rounded(np.clip(r2, 0.0, 1.0))
     return np.clip(np.searchsorted(R2_BINS, r2, side="right") - 1, 0, len(R2_BIN_LABELS) - 1)
 
 

@@ -179,6 +179,10 @@ def test_maf_bin_boundaries():
     assert BIN_LABELS[got[0]] == "[0, 0.001)"
     assert BIN_LABELS[got[1]] == "[0.001, 0.005)"
     assert BIN_LABELS[got[2]] == "[0.2, 0.5]"
+    # a panel's frequencies are float32, in which no edge but 0.5 is exact (13 / 2,600 is 0.00499999988)
+    edges = np.array([0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5])
+    assert maf_bin(edges.astype(np.float32)).tolist() == maf_bin(edges).tolist() == [1, 2, 3, 4, 5, 6, 6]
+    assert maf_bin(np.array([13 / 2600], np.float32)).tolist() == [2]
 
 
 def test_unflagged_records_are_not_scored(tmp_path, truth):
