@@ -18,10 +18,16 @@ the first typed site of each step of C cM (the first step half as long),
 the N haplotypes either side of the target in the PBWT orders there (the
 longest runs starting and ending at that site), kept in the engine's
 composite states (up to 1,600, Beagle's number), where the engine looks
-at every typed site. With MEANS, the mean of two of those ways' dosages.
+at every typed site. With IBS, the haplotypes at each step's first site
+are instead Beagle 5's IBS set as its ImpIbs class draws it: those
+carrying the target's alleles through the step, narrowed over the next
+steps (up to N) until at most P remain, topped up at random from the set
+one step before, or drawn at random from what is left after N steps
+("ibs P:N", 0.1 cM steps). With MEANS, the mean of two of those ways'
+dosages.
 
     python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--map MAP] [--tops 5,20] [--alphas 0.5,1]
-        [--steps 0.1:13] [--means default/runs8]
+        [--steps 0.1:13] [--ibs 26:7] [--means default/runs8]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
 held_out.txt, beagle.vcf.gz); PANEL the panel it held samples out of, ARRAY
@@ -132,6 +138,56 @@ def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per
     return out
 
 
+def ibs_sets(haplotype_alleles: np.ndarray, query: np.ndarray, starts: np.ndarray, per_step: int, n_steps: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """(t, per_step) sightings, -1 padded: at each step's first site, the
+    query's IBS set as Beagle 5 draws it (see the module's doc); steps
+    begin at `starts` (typed sites, ascending, the first 0)."""
+    t = haplotype_alleles.shape[1]
+    ends = np.append(starts[1:], t)
+    sightings = np.full((t, per_step), -1, dtype=np.int32)
+    for k, start in enumerate(starts):
+        chosen = _ibs_set(haplotype_alleles, query, starts, ends, k, per_step, n_steps, rng)
+        sightings[start, :len(chosen)] = chosen
+    return sightings
+
+
+def _ibs_set(haplotype_alleles, query, starts, ends, k, per_step, n_steps, rng) -> np.ndarray:
+    """The haplotypes of step k's IBS set (at most per_step)."""
+    def carrying(members, step):
+        span = slice(starts[step], ends[step])
+        return members[(haplotype_alleles[members, span] == query[span]).all(axis=1)]
+    members = carrying(np.arange(haplotype_alleles.shape[0]), k)
+    if len(members) <= per_step:
+        return members
+    for step in range(k + 1, min(k + n_steps, len(starts))):
+        narrower = carrying(members, step)
+        if len(narrower) <= per_step:
+            others = rng.permutation(np.setdiff1d(members, narrower))
+            return np.concatenate([narrower, others[:per_step - len(narrower)]])
+        members = narrower
+    return rng.choice(members, per_step, replace=False)
+
+
+def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_steps: int) -> np.ndarray:
+    """(records, Q) P(alt) over composite states from Beagle's IBS sets at the first site of each 0.1 cM step."""
+    forward_index, backward_index, haplotype_alleles, untyped = index
+    last, settings = queries.shape[0], model.settings
+    jump = switch_rates(model)
+    starts = step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], 0.1)
+    rng = np.random.default_rng(0)
+    out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
+    slot_of = np.full(haplotype_alleles.shape[0], -1, np.int32)
+    for q in range(queries.shape[1]):
+        sightings = ibs_sets(haplotype_alleles, queries[:, q], starts, per_step, n_steps, rng)
+        capacity = sightings.size + STEP_STATES
+        segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, np.empty((4, capacity), np.int64),
+                                                       np.empty(capacity, np.int64))
+        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments.copy(), n_states, last, 0, last,
+                                  jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
+    return out
+
+
 def per_sample(haplotypes: np.ndarray) -> np.ndarray:
     """(records, N) dosages from (records, 2N) haplotype values, a sample's two side by side."""
     return haplotypes[:, 0::2] + haplotypes[:, 1::2]
@@ -194,6 +250,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--tops", default="", help="runsK and composite+runsK for each K, as 5,20")
     parser.add_argument("--alphas", default="", help="jumps^A for each A, as 0.5,1")
     parser.add_argument("--steps", default="", help="steps C:N for each C cM and N neighbours, as 0.1:13,0.05:13")
+    parser.add_argument("--ibs", default="", help="ibs P:N for each P haplotypes a step and N steps, as 26:7")
     parser.add_argument("--means", default="", help="the mean of two of the above's dosages, as default/runs8")
     return parser.parse_args()
 
@@ -204,7 +261,8 @@ def main() -> None:
     known = {"beagle", "default", *(f"{kind}{top}" for top in args.tops.split(",") if top
                                    for kind in ("runs", "composite+runs")),
              *(f"jumps^{float(a):g}" for a in args.alphas.split(",") if a),
-             *(f"steps {step}" for step in args.steps.split(",") if step)}
+             *(f"steps {step}" for step in args.steps.split(",") if step),
+             *(f"ibs {ibs}" for ibs in args.ibs.split(",") if ibs)}
     for pair in means:
         if len(pair.split("/")) != 2 or not set(pair.split("/")) <= known:
             raise SystemExit(f"--means {pair}: expected two of {sorted(known)} joined by /")
@@ -238,6 +296,9 @@ def main() -> None:
         step_cm, per_side = step.split(":")
         found[f"steps {step}"] = per_sample(impute_steps(model, segment, index, queries, float(step_cm),
                                                          int(per_side)))
+    for ibs in (x for x in args.ibs.split(",") if x):
+        per_step, n_steps = ibs.split(":")
+        found[f"ibs {ibs}"] = per_sample(impute_ibs(model, segment, index, queries, int(per_step), int(n_steps)))
     for pair in means:
         found[f"mean {pair}"] = np.mean([found[name] for name in pair.split("/")], axis=0)
     truth = per_sample(truth_panel.haplotypes(segment.predicted).astype(np.float64))

@@ -76,3 +76,31 @@ def test_its_passes_reduce_to_the_engine():
     np.testing.assert_allclose(impute_weighted(model, segment, index, queries, 0.0), engine, atol=1e-4)
     np.testing.assert_allclose(impute(model, segment, index, queries, 0, True), engine, atol=1e-5)
     np.testing.assert_allclose(impute_steps(model, segment, index, queries, 1e-9, 2), engine, atol=1e-5)
+
+
+def test_ibs_sets_narrow_forward_as_beagle_draws_them():
+    from longest_runs import ibs_sets
+
+    query = np.array([0, 0, 1, 1, 0, 1], dtype=np.int8)  # three steps of two sites
+    panel = np.array([[0, 0, 1, 1, 0, 1],    # 0: the query's alleles everywhere
+                      [0, 0, 1, 1, 1, 1],    # 1: through steps 0 and 1
+                      [0, 0, 0, 1, 0, 1],    # 2: steps 0 and 2
+                      [0, 0, 0, 0, 0, 0],    # 3: step 0 only
+                      [1, 0, 1, 1, 0, 1]],   # 4: steps 1 and 2
+                     dtype=np.uint8)
+    starts = np.array([0, 2, 4])
+    rng = np.random.default_rng(0)
+    sets = ibs_sets(panel, query, starts, 2, 3, rng)
+    assert sets.shape == (6, 2) and (sets[[1, 3, 5]] == -1).all()  # only steps' first sites see haplotypes
+    # step 0: 0-3 carry it, too many; through step 1 too, 0 and 1: the set
+    assert sorted(sets[0]) == [0, 1]
+    # step 1: 0, 1 and 4; through step 2, 0 and 4
+    assert sorted(sets[2]) == [0, 4]
+    # step 2, the last: 0, 2 and 4 carry it and no step is left to narrow them: two of them at random
+    assert len(set(sets[4])) == 2 and set(sets[4]) <= {0, 2, 4}
+    # room for three: step 0's narrowed set, 0 and 1, topped up at random from the set before it (2 and 3)
+    wide = ibs_sets(panel, query, starts, 3, 3, rng)
+    assert {0, 1} <= set(wide[0]) and len(set(wide[0])) == 3 and set(wide[0]) <= {0, 1, 2, 3}
+    # no step to narrow over (N = 1): two of step 0's four at random
+    unnarrowed = ibs_sets(panel, query, starts, 2, 1, rng)
+    assert len(set(unnarrowed[0])) == 2 and set(unnarrowed[0]) <= {0, 1, 2, 3}
