@@ -19,8 +19,9 @@ the first tool's, over the bin's variants and over the samples
 Needs beagle, bcftools and tabix on PATH. OUT_DIR keeps every file: a tool's
 output already there is reused (delete it to rerun), genimpute's only if
 the same code made it (code_version.py). OUT_DIR serves one draw of one
-panel and array: asked for another, the script stops rather than score
-samples that its reference holds.
+panel, array and map: asked for another, the script stops rather than
+score samples that its reference holds, or keep outputs made with another
+map.
 """
 
 from __future__ import annotations
@@ -83,11 +84,12 @@ def _run(command: list, out: Path, made_by: str) -> float:
     return time.monotonic() - started
 
 
-def make_inputs(panel: str, array: str, out: Path, n_held_out: int, seed: int) -> tuple[Path, Path, list]:
+def make_inputs(panel: str, array: str, genetic_map: str, out: Path, n_held_out: int,
+                seed: int) -> tuple[Path, Path, list]:
     """(reference VCF, held-out VCF at the array's sites, held-out samples)."""
     out.mkdir(parents=True, exist_ok=True)
     _claim(out, {"panel": str(Path(panel).resolve()), "array": str(Path(array).resolve()),
-                 "held_out": n_held_out, "seed": seed})
+                 "map": str(Path(genetic_map).resolve()), "held_out": n_held_out, "seed": seed})
     samples = subprocess.run(["bcftools", "query", "-l", panel], check=True, capture_output=True,
                              text=True).stdout.split()
     held_out = sorted(np.random.default_rng(seed).choice(samples, n_held_out, replace=False).tolist())
@@ -145,7 +147,7 @@ def main() -> None:
                         help="copying engine settings (CopyingSettings), as ne=3e5,neighbours=8; repeat for more")
     args = parser.parse_args()
     out = Path(args.out)
-    ref, gt, held_out = make_inputs(args.panel, args.array, out, args.held_out, args.seed)
+    ref, gt, held_out = make_inputs(args.panel, args.array, args.map, out, args.held_out, args.seed)
     commands = tool_commands(args, ref, gt, out)
     genimpute_code = f"genimpute {code_version()}"
     seconds = {tool: _run(*command, "beagle" if tool == "beagle" else genimpute_code)
