@@ -181,8 +181,8 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
     for q in range(queries.shape[1]):
         sightings = ibs_sets(haplotype_alleles, queries[:, q], starts, per_step, n_steps, rng)
         capacity = sightings.size + STEP_STATES
-        segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, np.empty((4, capacity), np.int64),
-                                                       np.empty(capacity, np.int64))
+        buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
+        segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, buffer, heap)
         copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments.copy(), n_states, last, 0, last,
                                   jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
     return out

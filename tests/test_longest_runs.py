@@ -52,7 +52,7 @@ def test_its_passes_reduce_to_the_engine():
     engine's neighbours, where the states outnumber the haplotypes), gives
     the engine's output: the script stays a variation of the engine as the
     engine's settings and calls change."""
-    from longest_runs import impute, impute_steps, impute_weighted
+    from longest_runs import impute, impute_ibs, impute_steps, impute_weighted
 
     from genimpute.config import CopyingSettings
     from genimpute.copying import ContigModel
@@ -76,6 +76,9 @@ def test_its_passes_reduce_to_the_engine():
     np.testing.assert_allclose(impute_weighted(model, segment, index, queries, 0.0), engine, atol=1e-4)
     np.testing.assert_allclose(impute(model, segment, index, queries, 0, True), engine, atol=1e-5)
     np.testing.assert_allclose(impute_steps(model, segment, index, queries, 1e-9, 2), engine, atol=1e-5)
+    # Beagle's IBS sets are other states: only a P(alt) for every record and query
+    beagle_like = impute_ibs(model, segment, index, queries, 26, 7)
+    assert beagle_like.shape == engine.shape and 0 <= beagle_like.min() and beagle_like.max() <= 1 + 1e-5
 
 
 def test_ibs_sets_narrow_forward_as_beagle_draws_them():
