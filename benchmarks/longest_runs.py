@@ -180,9 +180,13 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
     slot_of = np.full(haplotype_alleles.shape[0], -1, np.int32)
     for q in range(queries.shape[1]):
         sightings = ibs_sets(haplotype_alleles, queries[:, q], starts, per_step, n_steps, rng)
-        capacity = sightings.size + STEP_STATES
-        buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
-        segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, buffer, heap)
+        if (sightings < 0).all():  # IBS with no haplotype at any step: random ones, as Beagle takes then
+            n_states = min(len(slot_of), STEP_STATES)
+            segments = whole_segment_states(rng.choice(len(slot_of), n_states, replace=False), 0, last)
+        else:
+            capacity = sightings.size + STEP_STATES
+            buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
+            segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, buffer, heap)
         copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments.copy(), n_states, last, 0, last,
                                   jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
     return out
