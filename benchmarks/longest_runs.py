@@ -89,9 +89,20 @@ def switch_rates(model) -> np.ndarray:
     return copying.switch_probabilities(model.jump_cm, model.switch_cm)
 
 
+def impute_every_gap(index: tuple, query: np.ndarray, segments: np.ndarray, n_states: int, jump: np.ndarray,
+                     error: float, out_column: np.ndarray) -> None:
+    """The engine's forward-backward over `segments` (n_states composite
+    states) for one query, its P(alt) at every untyped record of the
+    segment written to out_column: the core is the whole segment."""
+    haplotype_alleles, untyped = index[2], index[3]
+    last = len(query)
+    copying._impute_haplotype(haplotype_alleles, query.copy(), segments, n_states, last, 0, last, jump, error,
+                              untyped, out_column, np.empty(last, np.float32))
+
+
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
     """(records, Q) P(alt) of every query at the segment's untyped records over the chosen states."""
-    forward_index, backward_index, haplotype_alleles, untyped = index
+    forward_index, backward_index, haplotype_alleles, _ = index
     last, settings = queries.shape[0], model.settings
     jump = switch_rates(model)
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
@@ -103,8 +114,7 @@ def impute(model, segment, index, queries: np.ndarray, top: int, with_composite:
             if with_composite else np.zeros((4, 0), np.int64)
         n_base = int(base[0].max()) + 1 if base.shape[1] else 0
         segments = np.concatenate([base, whole_segment_states(longest, n_base, last)], axis=1)
-        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_base + len(longest), last,
-                                  0, last, jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
+        impute_every_gap(index, queries[:, q], segments, n_base + len(longest), jump, settings.error, out[:, q])
     return out
 
 
@@ -124,7 +134,7 @@ def step_starts(centimorgans: np.ndarray, step_cm: float) -> np.ndarray:
 
 def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per_side: int) -> np.ndarray:
     """(records, Q) P(alt) over composite states from the PBWT neighbours at the steps' first sites only."""
-    forward_index, backward_index, haplotype_alleles, untyped = index
+    forward_index, backward_index, haplotype_alleles, _ = index
     last, settings, n_haplotypes = queries.shape[0], model.settings, haplotype_alleles.shape[0]
     jump = switch_rates(model)
     elsewhere = np.ones(last, dtype=bool)
@@ -133,8 +143,7 @@ def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per
     for q in range(queries.shape[1]):
         segments = composite_states((forward_index, backward_index), queries, q, n_haplotypes, per_side,
                                     STEP_STATES, elsewhere)
-        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, int(segments[0].max()) + 1,
-                                  last, 0, last, jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
+        impute_every_gap(index, queries[:, q], segments, int(segments[0].max()) + 1, jump, settings.error, out[:, q])
     return out
 
 
@@ -171,7 +180,7 @@ def _ibs_set(haplotype_alleles, query, starts, ends, k, per_step, n_steps, rng) 
 
 def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_steps: int) -> np.ndarray:
     """(records, Q) P(alt) over composite states from Beagle's IBS sets at the first site of each 0.1 cM step."""
-    forward_index, backward_index, haplotype_alleles, untyped = index
+    haplotype_alleles = index[2]
     last, settings = queries.shape[0], model.settings
     jump = switch_rates(model)
     starts = step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], 0.1)
@@ -187,8 +196,7 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
             capacity = sightings.size + STEP_STATES
             buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
             segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, buffer, heap)
-        copying._impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments.copy(), n_states, last, 0, last,
-                                  jump, settings.error, untyped, out[:, q], np.empty(last, np.float32))
+        impute_every_gap(index, queries[:, q], segments.copy(), n_states, jump, settings.error, out[:, q])
     return out
 
 
