@@ -253,6 +253,26 @@ def beagle_dosages(path: str, samples: list, positions: np.ndarray) -> np.ndarra
     return table[:, 1:]
 
 
+def heldout_truth(heldout: str, full_panel: str, array: str, genetic_map: str | None,
+                  n_samples: int | None) -> tuple:
+    """(reference panel, typed (M,), held-out sample names, their truth
+    panel) of a heldout_large_panel.py directory: its reference on the map
+    (None: 1 cM per Mb), the array's sites in it, and the first n_samples
+    held-out samples (None: all) cut from the full panel."""
+    panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
+    if genetic_map:
+        panel = panel.with_genetic_map(genetic_map)
+    sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
+    typed = np.isin(panel.positions, list(sites))
+    held = open(f"{heldout}/held_out.txt").read().split()[:n_samples]
+    subprocess.run(["bcftools", "view", "-s", ",".join(held), "-Oz", "-o", f"{heldout}/held.truth.vcf.gz",
+                    full_panel], check=True)
+    truth_panel = ReferencePanel.from_vcf(f"{heldout}/held.truth.vcf.gz")
+    if not np.array_equal(truth_panel.positions, panel.positions):
+        raise SystemExit(f"{full_panel}: expected the records of {heldout}/ref.vcf.gz")
+    return panel, typed, held, truth_panel
+
+
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ("heldout", "full_panel", "array"):
@@ -278,18 +298,8 @@ def main() -> None:
     for pair in means:
         if len(pair.split("/")) != 2 or not set(pair.split("/")) <= known:
             raise SystemExit(f"--means {pair}: expected two of {sorted(known)} joined by /")
-    heldout, full_panel, array = args.heldout, args.full_panel, args.array
-    panel = ReferencePanel.from_vcf(f"{heldout}/ref.vcf.gz")
-    if args.map:
-        panel = panel.with_genetic_map(args.map)
-    sites = set(np.loadtxt(array, dtype=str, ndmin=2)[:, 1].astype(int))
-    typed = np.isin(panel.positions, list(sites))
-    held = open(f"{heldout}/held_out.txt").read().split()[:args.n_samples]
-    subprocess.run(["bcftools", "view", "-s", ",".join(held), "-Oz", "-o", f"{heldout}/held.truth.vcf.gz",
-                    full_panel], check=True)
-    truth_panel = ReferencePanel.from_vcf(f"{heldout}/held.truth.vcf.gz")
-    if not np.array_equal(truth_panel.positions, panel.positions):
-        raise SystemExit(f"{full_panel}: expected the records of {heldout}/ref.vcf.gz")
+    heldout = args.heldout
+    panel, typed, held, truth_panel = heldout_truth(heldout, args.full_panel, args.array, args.map, args.n_samples)
     model = copying.ContigModel(panel, 0, typed, CopyingSettings())
     segments = model.segments()
     if len(segments) != 1 or (segments[0].first, segments[0].last) != (0, len(model.typed_rows)):
