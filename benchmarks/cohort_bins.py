@@ -29,8 +29,15 @@ FIRST_BIN = 1  # from MAF 0.001, as the goal
 
 def cohort_sums(k: int, maf: dict) -> tuple[dict, np.ndarray]:
     """({tool: (V, 6) sums per variant}, (V,) MAF bins) of cohort k."""
-    keys, truth, found = aligned(f"truth.{k}.vcf.gz", {tool: f"{tool}.{k}.vcf.gz" for tool in TOOLS})
-    sums = {tool: cell_sums(found[tool], truth, 1) for tool in TOOLS}
+    return tool_sums(f"truth.{k}.vcf.gz", {tool: f"{tool}.{k}.vcf.gz" for tool in TOOLS}, maf)
+
+
+def tool_sums(truth_path: str, files: dict, maf: dict) -> tuple[dict, np.ndarray]:
+    """({tool: (V, 6) sums per variant}, (V,) MAF bins) of each tool's
+    imputed VCF ({tool: path}) against the truth, over the variants every
+    tool wrote."""
+    keys, truth, found = aligned(truth_path, files)
+    sums = {tool: cell_sums(found[tool], truth, 1) for tool in files}
     return sums, maf_bin(np.array([maf.get(key, 0.0) for key in keys]))
 
 
