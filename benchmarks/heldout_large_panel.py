@@ -39,7 +39,7 @@ from cyvcf2 import VCF
 from code_version import code_version
 from genimpute.config import CopyingSettings
 from genimpute.evaluation import BIN_LABELS, maf_bin, variant_key
-from paired_errors import common_variants, dosages, report
+from paired_errors import bin_errors, common_variants, dosages, report
 
 
 _COPYING = """
@@ -157,7 +157,17 @@ def main() -> None:
     truth, bins = truth_and_bins(args.panel, held_out, keys)
     print(f"{len(keys)} untyped variants, {len(held_out)} held-out samples; "
           f"error (1 - r2) in bins {' '.join(BIN_LABELS)}")
-    report({tool: np.stack([found[tool][k] for k in keys]) for tool in commands}, truth, bins, seconds)
+    found = {tool: np.stack([found[tool][k] for k in keys]) for tool in commands}
+    report(found, truth, bins, seconds)
+    record_errors(out / "errors.json", found, truth, bins)
+
+
+def record_errors(path: Path, found: dict, truth: np.ndarray, bins: np.ndarray) -> None:
+    """Each tool's error by bin in path ({tool: [error of each bin]}; tools of earlier runs in the same
+    directory kept), for heldout_seeds.py to compare over seeds."""
+    errors = json.loads(path.read_text()) if path.exists() else {}
+    errors.update({tool: bin_errors(dosage, truth, bins)[1] for tool, dosage in found.items()})
+    path.write_text(json.dumps(errors, indent=1) + "\n")
 
 
 def tool_commands(args, ref: Path, gt: Path, out: Path) -> dict:

@@ -59,16 +59,22 @@ def bootstrap_difference(sums: np.ndarray, baseline: np.ndarray, seed: int = 0) 
     return tuple(np.nanquantile(difference, [0.05, 0.95]))
 
 
+def bin_errors(dosage: np.ndarray, truth: np.ndarray, bins: np.ndarray) -> tuple[float, list]:
+    """(error overall, [error of each MAF bin]) of (V, N) dosages against the truth, V's bins (V,)."""
+    per_variant = cell_sums(dosage, truth, 1)
+    return (float(1 - r2_from_sums(per_variant.sum(0))),
+            [float(1 - r2_from_sums(per_variant[bins == i].sum(0))) for i in range(len(BIN_LABELS))])
+
+
 def report(found: dict, truth: np.ndarray, bins: np.ndarray, seconds: dict | None = None) -> None:
     """Each tool's error overall and by bin (found: {tool: (V, N) dosages}),
     then each later tool's intervals against the first, over variants and
     over samples."""
     tools = list(found)
     for tool in tools:
-        per_variant = cell_sums(found[tool], truth, 1)
-        by_bin = " ".join(f"{1 - r2_from_sums(per_variant[bins == i].sum(0)):.3g}" for i in range(len(BIN_LABELS)))
+        overall, by_bin = bin_errors(found[tool], truth, bins)
         wall = f" | {seconds[tool]:.1f} s" if seconds else ""
-        print(f"{tool:10s} all {1 - r2_from_sums(per_variant.sum(0)):.3g} | {by_bin}{wall}")
+        print(f"{tool:10s} all {overall:.3g} | {' '.join(f'{e:.3g}' for e in by_bin)}{wall}")
     for tool in tools[1:]:
         for unit, axis in (("variants", 1), ("samples", 0)):
             intervals = (bootstrap_difference(cell_sums(found[tool][bins == i], truth[bins == i], axis),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from genimpute.metrics import pooled_r2, r2_from_sums
 
@@ -40,3 +41,13 @@ def test_interval_is_zero_against_itself_and_excludes_zero_for_a_clearly_better_
 
 def test_interval_of_no_units_is_nan():
     assert all(np.isnan(bootstrap_difference(np.zeros((0, 6)), np.zeros((0, 6)))))
+
+
+def test_bin_errors_pool_each_bins_variants():
+    from paired_errors import bin_errors
+    truth, dosage = _cohort(seed=2)
+    bins = np.arange(40) % 3
+    overall, by_bin = bin_errors(dosage, truth, bins)
+    assert overall == pytest.approx(1 - pooled_r2(dosage, truth))
+    assert by_bin[1] == pytest.approx(1 - pooled_r2(dosage[bins == 1], truth[bins == 1]))
+    assert np.isnan(by_bin[5])  # a bin without variants has no error
