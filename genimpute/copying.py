@@ -17,11 +17,12 @@ whose haplotype was found longest ago, from halfway between the two
 sightings. So every stretch of the segment has the haplotypes matching the
 target there; one set of the `max_states` found most often over the whole
 segment left some stretches with few of those when more were found (held-out
-figures in BENCHMARKS.md). Sparse typed sites in a large panel get more
-states (CopyingSettings.passes): they tell fewer of the many haplotypes that
-match a target apart, and with 400 states genimpute fell behind Beagle in
-the common bins at 4,000-16,000 samples on every other or every fourth
-array site. With `wide_states` a second pass, over more
+figures in BENCHMARKS.md). A large panel gets twice the states
+(CopyingSettings.passes): the more haplotypes match a target equally well,
+the more states it takes to tell them apart; on held-out samples over
+eight simulation seeds that lowered the error at 3,700 and 15,700 panel
+samples, and cost the rarest bins at 700 (and on real panels of about
+1,000). With `wide_states` a second pass, over more
 states from more neighbours, follows, and P(alt) is the mean of the two
 passes': not the default, as it costs 2.9 times the time for gains on
 held-out samples of a 16,000-sample panel that no target cell of the scale
@@ -688,7 +689,7 @@ class ContigModel:
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         site_cm = (self.typed_cm[-1] - self.typed_cm[0]) / (len(self.typed_cm) - 1) if len(self.typed_cm) > 1 else 0.0
         self.switch_cm = settings.switch_cm(panel.n_haplotypes, site_cm)
-        self.passes = np.array(settings.passes(panel.n_haplotypes, site_cm), dtype=np.int64)
+        self.passes = np.array(settings.passes(panel.n_haplotypes), dtype=np.int64)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
         gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
         self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)
