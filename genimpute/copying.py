@@ -17,12 +17,13 @@ whose haplotype was found longest ago, from halfway between the two
 sightings. So every stretch of the segment has the haplotypes matching the
 target there; one set of the `max_states` found most often over the whole
 segment left some stretches with few of those when more were found (held-out
-figures in BENCHMARKS.md). A large panel gets twice the states
-(CopyingSettings.passes): the more haplotypes match a target equally well,
-the more states it takes to tell them apart; on held-out samples over
-eight simulation seeds that lowered the error at 3,700 and 15,700 panel
-samples, and cost the rarest bins at 700 (and on real panels of about
-1,000). With `wide_states` a second pass, over more
+figures in BENCHMARKS.md). A panel of 4,000 haplotypes or more gets twice
+the states (CopyingSettings.passes): the more haplotypes match a target
+equally well, the more states it takes to tell them apart; on held-out
+samples over eight simulation seeds that lowered the error at 3,700 and
+15,700 panel samples, and cost the rarest bins at 700 (as on the real
+panels of 250 and 891 samples with a sparse array, stop 48). With
+`wide_states` a second pass, over more
 states from more neighbours, follows, and P(alt) is the mean of the two
 passes': not the default, as it costs 2.9 times the time for gains on
 held-out samples of a 16,000-sample panel that no target cell of the scale
