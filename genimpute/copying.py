@@ -21,8 +21,8 @@ figures in BENCHMARKS.md). A panel of 4,000 haplotypes or more gets twice
 the states (CopyingSettings.passes): the more haplotypes match a target
 equally well, the more states it takes to tell them apart; on held-out
 samples over eight simulation seeds that lowered the error at 3,700 and
-15,700 panel samples, and cost the rarest bins at 700 (as on the real
-panels of 250 and 891 samples with a sparse array, stop 48). With
+15,700 panel samples, and cost the rarest bins at 700 (as they did on
+real panels of 250 to 991 samples with sparse arrays, stop 48). With
 `wide_states` a second pass, over more
 states from more neighbours, follows, and P(alt) is the mean of the two
 passes': not the default, as it costs 2.9 times the time for gains on
