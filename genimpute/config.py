@@ -127,11 +127,17 @@ class CopyingSettings:
 
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # composite states per haplotype and segment, each copying one haplotype at a time, ...
-    # ... and twice as many in a panel of large_states_from haplotypes or more, where more haplotypes match a
-    # target equally well for the states to tell apart: on held-out samples over eight simulation seeds, 800 states
-    # had 1-3% less error than 400 in MAF 0.001-0.5 at 7,400 haplotypes and 3-6% less in MAF 0.001-0.05 at 31,400,
-    # but at 1,400 1% more in MAF 0.001-0.005, as real panels of 1,782-1,982 had in their rarest bins (BENCHMARKS.md)
-    large_states_from: int = 4000
+    # ... where the typed sites are this many cM apart on average or closer (an Omni2.5's density); sparser sites
+    # get more in a panel of sparse_states_from haplotypes or more, up to twice as many at twice the spacing: they
+    # tell fewer of the many haplotypes matching a target apart (in a smaller panel the extra states cost the
+    # rarest bins)
+    dense_site_cm: float = 0.0025
+    sparse_states_from: int = 4000
+    # ... and twice as many at any density from large_states_from haplotypes: on held-out samples over eight
+    # simulation seeds, 800 states had 3-6% less error than 400 in MAF 0.001-0.05 at 31,400 haplotypes; at 7,400
+    # 1-3% less, for 37% more time per target (10,020 targets: 1.6 times Beagle's wall, where 400 states took as
+    # long as Beagle); at 1,400, 1% more error in MAF 0.001-0.005 (BENCHMARKS.md)
+    large_states_from: int = 16000
     # states of a second, wider pass whose P(alt) is averaged with the first's (0: none; measured: 800, 32 neighbours)
     wide_states: int = 0
     wide_neighbours: int = 32
@@ -153,18 +159,23 @@ class CopyingSettings:
         spacing more."""
         return n_haplotypes / (0.04 * self.ne) + site_cm / self.site_switch
 
-    def passes(self, n_haplotypes: int) -> tuple[tuple[int, int], ...]:
+    def passes(self, n_haplotypes: int, site_cm: float) -> tuple[tuple[int, int], ...]:
         """(neighbours, states) of each forward-backward pass whose P(alt)
-        are averaged, in a panel of n_haplotypes."""
-        more = 2 if n_haplotypes >= self.large_states_from else 1
-        wide = ((self.wide_neighbours, more * self.wide_states),) if self.wide_states else ()
-        return ((self.neighbours, more * self.max_states),) + wide
+        are averaged, in a panel of n_haplotypes with typed sites site_cm cM
+        apart on average."""
+        sparser = min(2.0, max(1.0, site_cm / self.dense_site_cm))
+        more = 2.0 if n_haplotypes >= self.large_states_from else sparser if n_haplotypes >= self.sparse_states_from \
+            else 1.0
+        wide = ((self.wide_neighbours, round(more * self.wide_states)),) if self.wide_states else ()
+        return ((self.neighbours, round(more * self.max_states)),) + wide
 
     def __post_init__(self):
         for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),
                           ("segment_sites", 1), ("margin_sites", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
+        if not self.dense_site_cm > 0:
+            raise ValueError(f"copying dense_site_cm: expected a positive spacing; found {self.dense_site_cm}")
         if not 0 < self.site_switch <= 1:
             raise ValueError(f"copying site_switch: expected a probability in (0, 1]; found {self.site_switch}")
         if not self.margin_switches >= 0:

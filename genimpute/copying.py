@@ -17,12 +17,16 @@ whose haplotype was found longest ago, from halfway between the two
 sightings. So every stretch of the segment has the haplotypes matching the
 target there; one set of the `max_states` found most often over the whole
 segment left some stretches with few of those when more were found (held-out
-figures in BENCHMARKS.md). A panel of 4,000 haplotypes or more gets twice
-the states (CopyingSettings.passes): the more haplotypes match a target
-equally well, the more states it takes to tell them apart; on held-out
-samples over eight simulation seeds that lowered the error at 3,700 and
-15,700 panel samples, and cost the rarest bins at 700 (as they did on
-real panels of 250 to 991 samples with sparse arrays, stop 48). With
+figures in BENCHMARKS.md). A large panel gets more states
+(CopyingSettings.passes): the more haplotypes match a target equally well,
+the more states it takes to tell them apart. From 4,000 haplotypes, up to
+twice as many where the typed sites are sparser than an Omni2.5's, which
+tell fewer of them apart; from 16,000, twice as many at any density. On
+held-out samples over eight simulation seeds twice the states lowered the
+error at 3,700 and 15,700 panel samples, by 3-6% in the rare bins at
+15,700 but 1-3% at 3,700 for 37% more time per target, and cost the rarest
+bins at 700 (as they did on real panels of 250 to 991 samples with sparse
+arrays, stop 48). With
 `wide_states` a second pass, over more
 states from more neighbours, follows, and P(alt) is the mean of the two
 passes': not the default, as it costs 2.9 times the time for gains on
@@ -690,7 +694,7 @@ class ContigModel:
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         site_cm = (self.typed_cm[-1] - self.typed_cm[0]) / (len(self.typed_cm) - 1) if len(self.typed_cm) > 1 else 0.0
         self.switch_cm = settings.switch_cm(panel.n_haplotypes, site_cm)
-        self.passes = np.array(settings.passes(panel.n_haplotypes), dtype=np.int64)
+        self.passes = np.array(settings.passes(panel.n_haplotypes, site_cm), dtype=np.int64)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
         gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
         self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)
