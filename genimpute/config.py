@@ -163,9 +163,12 @@ class CopyingSettings:
         """(neighbours, states) of each forward-backward pass whose P(alt)
         are averaged, in a panel of n_haplotypes with typed sites site_cm cM
         apart on average."""
-        sparser = min(2.0, max(1.0, site_cm / self.dense_site_cm))
-        more = 2.0 if n_haplotypes >= self.large_states_from else sparser if n_haplotypes >= self.sparse_states_from \
-            else 1.0
+        if n_haplotypes >= self.large_states_from:
+            more = 2.0
+        elif n_haplotypes >= self.sparse_states_from:
+            more = min(2.0, max(1.0, site_cm / self.dense_site_cm))
+        else:
+            more = 1.0
         wide = ((self.wide_neighbours, round(more * self.wide_states)),) if self.wide_states else ()
         return ((self.neighbours, round(more * self.max_states)),) + wide
 
