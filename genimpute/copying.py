@@ -26,9 +26,8 @@ held-out samples over eight simulation seeds twice the states lowered the
 error at 3,700 and 15,700 panel samples, by 3-6% in the rare bins at
 15,700 but 1-3% at 3,700 for 37% more time per target, and cost the rarest
 bins at 700 (as they did on real panels of 250 to 991 samples with sparse
-arrays, stop 48). With
-`wide_states` a second pass, over more
-states from more neighbours, follows, and P(alt) is the mean of the two
+arrays, stop 48). With `wide_states` a second pass, over more states from
+more neighbours, follows, and P(alt) is the mean of the two
 passes': not the default, as it costs 2.9 times the time for gains on
 held-out samples of a 16,000-sample panel that no target cell of the scale
 series showed (BENCHMARKS.md). One forward-backward over the segment weighs each
