@@ -57,7 +57,7 @@ def main() -> None:
         posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(),
                           jump_rate, settings.error, 0, sites)
         timed(seconds, "untyped records", copying._impute_untyped, untyped, segments, posterior, 0, sites,
-              np.zeros(len(untyped[0]), dtype=np.float32))
+              np.float32(settings.posterior_floor), np.zeros(len(untyped[0]), dtype=np.float32))
     print(f"panel {panel_samples} samples, {n} haplotypes, {sites} typed sites, {len(untyped[0])} untyped records; "
           "ms per haplotype, one thread:")
     for stage, total in seconds.items():

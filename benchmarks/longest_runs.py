@@ -90,14 +90,15 @@ def switch_rates(model) -> np.ndarray:
 
 
 def impute_every_gap(index: tuple, query: np.ndarray, segments: np.ndarray, n_states: int, jump: np.ndarray,
-                     error: float, out_column: np.ndarray) -> None:
+                     settings: CopyingSettings, out_column: np.ndarray) -> None:
     """The engine's forward-backward over `segments` (n_states composite
     states) for one query, its P(alt) at every untyped record of the
     segment written to out_column: the core is the whole segment."""
     haplotype_alleles, untyped = index[2], index[3]
     last = len(query)
-    copying._impute_haplotype(haplotype_alleles, query.copy(), segments, n_states, last, 0, last, jump, error,
-                              untyped, out_column, np.empty(last, np.float32))
+    copying._impute_haplotype(haplotype_alleles, query.copy(), segments, n_states, last, 0, last, jump,
+                              settings.error, np.float32(settings.posterior_floor), untyped, out_column,
+                              np.empty(last, np.float32))
 
 
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
@@ -114,7 +115,7 @@ def impute(model, segment, index, queries: np.ndarray, top: int, with_composite:
             if with_composite else np.zeros((4, 0), np.int64)
         n_base = int(base[0].max()) + 1 if base.shape[1] else 0
         segments = np.concatenate([base, whole_segment_states(longest, n_base, last)], axis=1)
-        impute_every_gap(index, queries[:, q], segments, n_base + len(longest), jump, settings.error, out[:, q])
+        impute_every_gap(index, queries[:, q], segments, n_base + len(longest), jump, settings, out[:, q])
     return out
 
 
@@ -143,7 +144,7 @@ def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per
     for q in range(queries.shape[1]):
         segments = composite_states((forward_index, backward_index), queries, q, n_haplotypes, per_side,
                                     STEP_STATES, elsewhere)
-        impute_every_gap(index, queries[:, q], segments, int(segments[0].max()) + 1, jump, settings.error, out[:, q])
+        impute_every_gap(index, queries[:, q], segments, int(segments[0].max()) + 1, jump, settings, out[:, q])
     return out
 
 
@@ -196,7 +197,7 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
             capacity = sightings.size + STEP_STATES
             buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
             segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, buffer, heap)
-        impute_every_gap(index, queries[:, q], segments.copy(), n_states, jump, settings.error, out[:, q])
+        impute_every_gap(index, queries[:, q], segments.copy(), n_states, jump, settings, out[:, q])
     return out
 
 
@@ -239,7 +240,8 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
         state_alleles = copying._state_alleles(haplotype_alleles, segments, int(segments[0].max()) + 1, last)
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
-        copying._impute_untyped(untyped, segments, posterior, 0, last, out[:, q])
+        copying._impute_untyped(untyped, segments, posterior, 0, last, np.float32(settings.posterior_floor),
+                                out[:, q])
     return out
 
 

@@ -69,13 +69,6 @@ SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 128 x
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
 # NaN marks the typed sites a query does call.
 FAST = {"reassoc", "contract", "arcp"}
-# A state whose posterior stays below this over a segment adds less than it
-# to any record's P(alt) there, and is skipped. On the 16,000-sample panel it
-# skipped 61% of the states' segments (32% at 1,000 samples), and the
-# untyped records took 0.42 ms per haplotype, not 1.02 (0.68, not 0.91); over
-# 1,000 targets 0.01% of DS values changed, by at most 0.002, and r2 was
-# unchanged to four decimals in every bin (BENCHMARKS.md).
-POSTERIOR_FLOOR = np.float32(1e-5)
 PACKED_BLOCK = 32 << 20  # bytes of packed panel records read at a time to list the untyped records' minor alleles
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 
@@ -495,19 +488,19 @@ def _block_maxima(posterior):
 
 
 @nb.njit(cache=True)
-def _negligible(maxima, slot, first, last):
-    """Whether the state's posterior stays below POSTERIOR_FLOOR at rows
+def _negligible(maxima, slot, first, last, floor):
+    """Whether the state's posterior stays below `floor` at rows
     [first, last] of the posteriors (none, if last < first)."""
     if last < first:
         return True
     for b in range(first // MAXIMA_BLOCK, last // MAXIMA_BLOCK + 1):
-        if maxima[b, slot] >= POSTERIOR_FLOOR:
+        if maxima[b, slot] >= floor:
             return False
     return True
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_untyped(untyped, segments, posterior, lo, last, out_column):
+def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     """Write each untyped record's P(alt) to out_column (zeros): the
     posteriors (rows: typed sites lo .., as far as the records read) at the
     typed sites either side (_sides), interpolated by the record's weight (0
@@ -515,14 +508,14 @@ def _impute_untyped(untyped, segments, posterior, lo, last, out_column):
     its minor allele (minor_alleles) at that site (a composite state may
     copy another haplotype at each), and taken from 1 where that allele is
     REF. A state's segment is skipped where its posterior stays below
-    POSTERIOR_FLOOR from the typed site before the segment to the one after
-    it, of those the posteriors hold (all the sites its records read, and
-    two more)."""
+    `floor` (CopyingSettings.posterior_floor) from the typed site before
+    the segment to the one after it, of those the posteriors hold (all the
+    sites its records read, and two more)."""
     weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
     maxima = _block_maxima(posterior)
     for e in range(segments.shape[1]):
         slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
-        if _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, lo + len(posterior) - 1) - lo):
+        if _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, lo + len(posterior) - 1) - lo, floor):
             continue
         low, high = hap_starts[h], hap_starts[h + 1]
         i = low + np.searchsorted(hap_records[low:high], gap_first[start])
@@ -587,14 +580,14 @@ def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
 
 @nb.njit(cache=True, fastmath=FAST)
 def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_first, core_last, jump_rate, error,
-                      untyped, out_column, typed_column):
+                      floor, untyped, out_column, typed_column):
     """Forward-backward over typed sites [0, last) of the composite states
     of `segments` (_composite_states); imputes the untyped records in the
     gaps after typed sites core_first..core_last - 1 (gap j + 1 follows
     typed site j; gap 0 is before the first typed site) into out_column
     (none with an empty out_column), and the typed sites of the core where
     the query has no call into typed_column (core_last - core_first,),
-    core_first first."""
+    core_first first; states below `floor` skipped there (_impute_untyped)."""
     state_alleles = _state_alleles(haplotype_alleles, segments, n_states, last)
     # the sites the core's gaps read: its own and the one after it
     posterior = _posteriors(state_alleles, query, jump_rate, error, core_first, min(core_last + 1, last))
@@ -606,7 +599,7 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
             typed_column[j - core_first] = alt
     if not len(out_column):  # typed sites only
         return
-    _impute_untyped(untyped, segments, posterior, core_first, last, out_column)
+    _impute_untyped(untyped, segments, posterior, core_first, last, floor, out_column)
 
 
 @nb.njit(cache=True)
@@ -620,7 +613,7 @@ def switch_probabilities(jump_cm, switch_cm):
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, core_first, core_last,
-                    jump_cm, passes, switch_cm, error, untyped, n_threads):
+                    jump_cm, passes, switch_cm, error, floor, untyped, n_threads):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
     haplotypes (queries (t, Q) int8, the segment's typed sites) at the
     untyped records of untyped[0] (none if it is empty) and at the typed
@@ -651,11 +644,11 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
                 segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
                 if p == 0:  # the first pass writes the output itself: no copy where it is the only one
                     _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
-                                      core_last, jump_rate, error, untyped, out[q], typed_out[q])
+                                      core_last, jump_rate, error, floor, untyped, out[q], typed_out[q])
                     continue
                 untyped_pass[:] = 0
                 _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
-                                  core_last, jump_rate, error, untyped, untyped_pass, typed_pass)
+                                  core_last, jump_rate, error, floor, untyped, untyped_pass, typed_pass)
                 out[q] += untyped_pass
                 for j in range(core_last - core_first):
                     if queries[core_first + j, q] < 0:
@@ -758,7 +751,8 @@ class ContigModel:
                                excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
                                segment.core_first - first, segment.core_last - first,
                                self.jump_cm[first:segment.last - 1], self.passes,
-                               self.switch_cm, s.error, untyped_records, nb.get_num_threads())
+                               self.switch_cm, s.error, np.float32(s.posterior_floor), untyped_records,
+                               nb.get_num_threads())
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
         """(forward index, backward index, alleles (H, sites), untyped

@@ -17,7 +17,7 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute import copying, imputation, runtime
 from genimpute.config import CopyingSettings
-from genimpute.copying import (POSTERIOR_FLOOR, ContigModel, _transposed, _zeros_before, minor_alleles, pbwt_index,
+from genimpute.copying import (ContigModel, _transposed, _zeros_before, minor_alleles, pbwt_index,
                                pbwt_indexes)
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
@@ -188,8 +188,9 @@ def test_states_below_the_posterior_floor_are_skipped_at_untyped_records_and_cos
     expected = _textbook_probabilities(alleles, typed, query, np.arange(m) * cm_step, settings.ne, settings.error,
                                        settings.site_switch)
     row = np.searchsorted(np.flatnonzero(~typed), planted)
-    assert 0 < expected[row] < POSTERIOR_FLOOR and got[row] == 0
-    np.testing.assert_allclose(got, expected, atol=h * POSTERIOR_FLOOR)
+    floor = settings.posterior_floor
+    assert 0 < expected[row] < floor and got[row] == 0
+    np.testing.assert_allclose(got, expected, atol=h * floor)
 
 
 def test_a_wide_pass_averages_two_state_sets():
@@ -531,7 +532,7 @@ def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
 
 @pytest.mark.parametrize("bad", [{"ne": 0}, {"ne": -5.0}, {"error": 0.5}, {"neighbours": 0}, {"max_states": 0},
                                  {"wide_neighbours": 0}, {"wide_states": -1}, {"site_switch": 0},
-                                 {"site_switch": 1.5}])
+                                 {"site_switch": 1.5}, {"posterior_floor": -1e-5}, {"posterior_floor": 1.0}])
 def test_copying_settings_refuse_values_that_break_the_model(bad):
     with pytest.raises(ValueError, match="expected"):
         CopyingSettings(**bad)
