@@ -171,26 +171,49 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
 
-def test_states_below_the_posterior_floor_are_skipped_at_untyped_records_and_cost_at_most_the_floor_each():
+@pytest.mark.parametrize("floor", [0.0, 1e-3])
+def test_states_below_the_posterior_floor_count_at_the_records_panel_frequency(floor):
+    """Three composite states: two copying one haplotype each over every
+    site, the third changing haplotype halfway, its posterior 1e-4 up to
+    the end of the block of sites after that (the floor is tested on
+    blocks' maxima). Below a floor of 1e-3 its first segment is skipped
+    (its posterior stays below the floor up to the site after it),
+    and its share of each record there goes at the record's panel minor
+    frequency, not at its haplotype's allele; its second segment counts."""
+    from genimpute.copying import MAXIMA_BLOCK, _impute_untyped
     rng = np.random.default_rng(4)
-    m, h = 200, 40
+    m, h = 300, 20
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
-    typed = rng.random(m) < 0.5
-    planted = np.flatnonzero(~typed)[10]
-    alleles[planted] = 0
-    alleles[planted, 5] = 1  # an alt allele carried only by a haplotype the query never copies
-    settings = CopyingSettings(neighbours=h, max_states=h)  # every haplotype a state, as in the textbook
-    cm_step = 1e-7  # switches so rare that haplotype 5 stays below the floor even at the ends
-    model = ContigModel(_panel(alleles, cm_step), 0, typed, settings)
+    typed = rng.random(m) < 0.4
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings())
     [segment] = model.segments()
-    query = alleles[typed, 0].astype(np.int8)  # haplotype 0's alleles: the posterior is almost all on it
-    got = model.probabilities(segment, query[:, None], np.full(1, -1))[0][:, 0]
-    expected = _textbook_probabilities(alleles, typed, query, np.arange(m) * cm_step, settings.ne, settings.error,
-                                       settings.site_switch)
-    row = np.searchsorted(np.flatnonzero(~typed), planted)
-    floor = settings.posterior_floor
-    assert 0 < expected[row] < floor and got[row] == 0
-    np.testing.assert_allclose(got, expected, atol=h * floor)
+    untyped = model._build(segment, *model._untyped_span(segment.core_first, segment.core_last))[3]
+    t = int(typed.sum())
+    half = t // 2
+    segments = np.array([[0, 0, t, 3], [1, 0, t, 7], [2, 0, half, 11], [2, half, t, 12]], dtype=np.int64).T.copy()
+    posterior = np.empty((t, 3), dtype=np.float32)
+    posterior[:, 2] = np.where(np.arange(t) < (half // MAXIMA_BLOCK + 2) * MAXIMA_BLOCK, 1e-4, 0.2)
+    posterior[:, 0] = 0.6 * (1 - posterior[:, 2])
+    posterior[:, 1] = 1 - posterior[:, 0] - posterior[:, 2]
+    got = np.zeros(len(untyped[0]), dtype=np.float32)
+    _impute_untyped(untyped, segments, posterior, 0, t, np.float32(floor), got)
+
+    records = untyped[0]
+    site = np.searchsorted(np.flatnonzero(typed), records) - 1  # the typed site before each record
+    left, right = np.clip(site, 0, t - 1), np.clip(site + 1, 0, t - 1)
+    weight = untyped[1]
+    freq = alleles[records].mean(1)
+    minor = np.minimum(freq, 1 - freq)
+    carries = alleles[records] == (freq <= 0.5)[:, None]  # each haplotype carries the record's minor allele
+
+    def share(state, row):  # a state's P(minor) at typed sites: its haplotype's, or the panel's where skipped
+        if state < 2:
+            hap, skipped = np.full(len(row), (3, 7)[state]), np.zeros(len(row), dtype=bool)
+        else:
+            hap, skipped = np.where(row < half, 11, 12), (row < half) & (floor > 1e-4)
+        return posterior[row, state] * np.where(skipped, minor, carries[np.arange(len(records)), hap])
+    p_minor = sum((1 - weight) * share(s, left) + weight * share(s, right) for s in range(3))
+    np.testing.assert_allclose(got, np.where(freq <= 0.5, p_minor, 1 - p_minor), atol=1e-6)
 
 
 def test_a_wide_pass_averages_two_state_sets():
