@@ -506,10 +506,11 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     REF. A state's segment is skipped where its posterior stays below
     `floor` (CopyingSettings.posterior_floor) from the typed site before
     the segment to the one after it, of those the posteriors hold (all the
-    sites its records read, and two more), and the posterior it leaves out
-    is counted as carrying the minor allele at its panel frequency
-    (_skipped_posterior)."""
-    weights, minor_freq, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
+    sites its records read, and two more), and each record's sum is divided
+    by the posterior of the states it kept (_skipped_posterior): the
+    skipped states are taken to carry the minor allele as often as the kept
+    ones do."""
+    weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
     maxima = _block_maxima(posterior)
     kept = np.empty(segments.shape[1], dtype=np.bool_)
     for e in range(segments.shape[1]):
@@ -538,7 +539,9 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     if skipped.max() > 0:
         for r in range(len(out_column)):
             left, right = _sides(record_gap[r], last)
-            out_column[r] += minor_freq[r] * ((1 - weights[r]) * skipped[left - lo] + weights[r] * skipped[right - lo])
+            kept_share = 1 - ((1 - weights[r]) * skipped[left - lo] + weights[r] * skipped[right - lo])
+            if kept_share > 0:
+                out_column[r] /= kept_share
     for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
         out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
 
@@ -546,12 +549,10 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
 @nb.njit(cache=True, fastmath=FAST)
 def _skipped_posterior(segments, kept, posterior, lo):
     """(rows,) the posterior at each row of `posterior` (typed sites lo ..)
-    of the states whose segment there is not `kept`. Without it the
-    skipped states' share of the minor allele was lost: a floor of 1e-3
-    raised the error of MAF [0.2, 0.5] by half on held-out samples of a
-    16,000-sample panel. A state's segments cover all the sites, so the
-    states skipped in every segment are one masked sum over each row,
-    not a strided walk down each of their columns."""
+    of the states whose segment there is not `kept`. A state's segments
+    cover all the sites, so the states skipped in every segment are one
+    masked sum over each row, not a strided walk down each of their
+    columns."""
     rows, k = posterior.shape
     everywhere = np.ones(k, dtype=np.float32)
     for e in range(segments.shape[1]):
@@ -823,9 +824,9 @@ class ContigModel:
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:
-        (records, weights, panel minor allele frequencies, each one's gap in
-        the numbering of typed sites from `first`, the first record in each
-        of those gaps or after, *minor_alleles)."""
+        (records, weights, each one's gap in the numbering of typed sites
+        from `first`, the first record in each of those gaps or after,
+        *minor_alleles)."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
         record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first
@@ -833,8 +834,7 @@ class ContigModel:
         # which float32 keeps apart below 16 million haplotypes; so the minor allele needs no count of its own
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
-        minor_freq = np.minimum(self.panel.alt_freq[records], 1 - self.panel.alt_freq[records]).astype(np.float32)
-        return (records, self.weights[start:stop], minor_freq, record_gap, gap_first,
+        return (records, self.weights[start:stop], record_gap, gap_first,
                 *minor_alleles(lambda: packed_blocks(self.panel.packed, PACKED_BLOCK, records),
                                self.panel.n_haplotypes, minor_is_alt, nb.get_num_threads()))
 

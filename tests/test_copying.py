@@ -172,14 +172,14 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
 
 
 @pytest.mark.parametrize("floor", [0.0, 1e-3])
-def test_states_below_the_posterior_floor_count_at_the_records_panel_frequency(floor):
+def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormalised(floor):
     """Three composite states: two copying one haplotype each over every
     site, the third changing haplotype halfway, its posterior 1e-4 up to
     the end of the block of sites after that (the floor is tested on
     blocks' maxima). Below a floor of 1e-3 its first segment is skipped
-    (its posterior stays below the floor up to the site after it),
-    and its share of each record there goes at the record's panel minor
-    frequency, not at its haplotype's allele; its second segment counts."""
+    (its posterior stays below the floor up to the site after it): each
+    record's P(minor) is then the kept states' sum over the kept states'
+    posterior; its second segment counts."""
     from genimpute.copying import MAXIMA_BLOCK, _impute_untyped
     rng = np.random.default_rng(4)
     m, h = 300, 20
@@ -203,16 +203,19 @@ def test_states_below_the_posterior_floor_count_at_the_records_panel_frequency(f
     left, right = np.clip(site, 0, t - 1), np.clip(site + 1, 0, t - 1)
     weight = untyped[1]
     freq = alleles[records].mean(1)
-    minor = np.minimum(freq, 1 - freq)
     carries = alleles[records] == (freq <= 0.5)[:, None]  # each haplotype carries the record's minor allele
 
-    def share(state, row):  # a state's P(minor) at typed sites: its haplotype's, or the panel's where skipped
+    def kept(state, row):  # (a kept state's posterior at typed sites, its P(minor) there)
         if state < 2:
             hap, skipped = np.full(len(row), (3, 7)[state]), np.zeros(len(row), dtype=bool)
         else:
             hap, skipped = np.where(row < half, 11, 12), (row < half) & (floor > 1e-4)
-        return posterior[row, state] * np.where(skipped, minor, carries[np.arange(len(records)), hap])
-    p_minor = sum((1 - weight) * share(s, left) + weight * share(s, right) for s in range(3))
+        mass = np.where(skipped, 0.0, posterior[row, state])
+        return mass, mass * carries[np.arange(len(records)), hap]
+    sides = [((1 - weight), left), (weight, right)]
+    mass = sum(w * kept(s, row)[0] for w, row in sides for s in range(3))
+    p_minor = sum(w * kept(s, row)[1] for w, row in sides for s in range(3)) / mass
+    assert (mass < 1).any() == (floor > 0)
     np.testing.assert_allclose(got, np.where(freq <= 0.5, p_minor, 1 - p_minor), atol=1e-6)
 
 
