@@ -127,17 +127,12 @@ class CopyingSettings:
 
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # composite states per haplotype and segment, each copying one haplotype at a time, ...
-    # ... where the typed sites are this many cM apart on average or closer (an Omni2.5's density); sparser sites
-    # get more in a panel of sparse_states_from haplotypes or more, up to twice as many at twice the spacing: they
-    # tell fewer of the many haplotypes matching a target apart (in a smaller panel the extra states cost the
-    # rarest bins)
-    dense_site_cm: float = 0.0025
-    sparse_states_from: int = 4000
-    # ... and twice as many at any density from large_states_from haplotypes: on held-out samples over eight
-    # simulation seeds, 800 states had 3-6% less error than 400 in MAF 0.001-0.05 at 31,400 haplotypes; at 7,400
-    # 1-3% less, for 37% more time per target (10,020 targets: 1.6 times Beagle's wall, where 400 states took as
-    # long as Beagle); at 1,400, 1% more error in MAF 0.001-0.005 (BENCHMARKS.md)
-    large_states_from: int = 16000
+    # ... and twice as many in a panel of large_states_from haplotypes or more: the more haplotypes match a target
+    # equally well, the more states it takes to tell them apart. On held-out samples over eight simulation seeds,
+    # 800 states had 3-6% less error than 400 in MAF 0.001-0.05 at 31,400 haplotypes and 1-3% less at 7,400; at
+    # 1,400, 1% more in MAF 0.001-0.005. With them 10,020 targets against 4,000 samples took Beagle's wall time
+    # (BENCHMARKS.md)
+    large_states_from: int = 4000
     # states of a second, wider pass whose P(alt) is averaged with the first's (0: none; measured: 800, 32 neighbours)
     wide_states: int = 0
     wide_neighbours: int = 32
@@ -148,9 +143,10 @@ class CopyingSettings:
     error: float = 1e-3  # probability of showing an allele other than the copied one
     # a state whose posterior stays below this over a stretch of typed sites is left out of the untyped records
     # there, each record's sum divided by the posterior of the states kept: on held-out samples of a 16,000-sample
-    # panel over eight seeds, 3e-4 left the error within 0.1% of 1e-5's in every bin, and halved the untyped
-    # records' time (1e-3: up to 0.3% more error; 1e-4 with the skipped states counted as carrying no minor
-    # allele, as before, 0.3% more in MAF 0.2-0.5, and 1e-3 so, 14% more; BENCHMARKS.md)
+    # panel over eight seeds, 3e-4 left the error within 0.1% of 1e-5's in every bin and cut the untyped records'
+    # time to a third or less (1e-3: up to 0.3% more error). Counted as carrying the minor allele at its panel
+    # frequency instead, the skipped states cost 0.3% more error in MAF 0.2-0.5 at 1e-4, 14% at 1e-3; as carrying
+    # none, 51% at 1e-3 on one seed (BENCHMARKS.md)
     posterior_floor: float = 3e-4
     segment_sites: int = 2000  # typed sites each forward-backward imputes
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads, at least
@@ -165,26 +161,18 @@ class CopyingSettings:
         spacing more."""
         return n_haplotypes / (0.04 * self.ne) + site_cm / self.site_switch
 
-    def passes(self, n_haplotypes: int, site_cm: float) -> tuple[tuple[int, int], ...]:
+    def passes(self, n_haplotypes: int) -> tuple[tuple[int, int], ...]:
         """(neighbours, states) of each forward-backward pass whose P(alt)
-        are averaged, in a panel of n_haplotypes with typed sites site_cm cM
-        apart on average."""
-        if n_haplotypes >= self.large_states_from:
-            more = 2.0
-        elif n_haplotypes >= self.sparse_states_from:
-            more = min(2.0, max(1.0, site_cm / self.dense_site_cm))
-        else:
-            more = 1.0
-        wide = ((self.wide_neighbours, round(more * self.wide_states)),) if self.wide_states else ()
-        return ((self.neighbours, round(more * self.max_states)),) + wide
+        are averaged, in a panel of n_haplotypes."""
+        more = 2 if n_haplotypes >= self.large_states_from else 1
+        wide = ((self.wide_neighbours, more * self.wide_states),) if self.wide_states else ()
+        return ((self.neighbours, more * self.max_states),) + wide
 
     def __post_init__(self):
         for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),
                           ("segment_sites", 1), ("margin_sites", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
-        if not self.dense_site_cm > 0:
-            raise ValueError(f"copying dense_site_cm: expected a positive spacing; found {self.dense_site_cm}")
         if not 0 < self.site_switch <= 1:
             raise ValueError(f"copying site_switch: expected a probability in (0, 1]; found {self.site_switch}")
         if not self.margin_switches >= 0:

@@ -5,34 +5,31 @@ over states chosen for that haplotype by positional BWTs of the panel
 composite states, as Beagle 5 keeps its reference haplotypes.
 
 Why not per window: a window's context is chosen on its few hundred typed
-sites, and in a panel of thousands of samples many haplotypes match a target
-there equally well, so which of them carry a rare allele is a coin toss. The
-haplotypes that share the target's longest segments tell the carriers apart,
-and those are the ones the PBWT finds: at every typed site, the `neighbours`
-haplotypes either side of the target in the PBWT order share the longest
-runs of alleles with it ending there (left-to-right index) or starting there
-(right-to-left index). Each of `max_states` composite states copies one of
-them at a time: a haplotype found where it holds no state takes the state
-whose haplotype was found longest ago, from halfway between the two
-sightings. So every stretch of the segment has the haplotypes matching the
-target there; one set of the `max_states` found most often over the whole
-segment left some stretches with few of those when more were found (held-out
-figures in BENCHMARKS.md). A large panel gets more states
-(CopyingSettings.passes): the more haplotypes match a target equally well,
-the more states it takes to tell them apart. From 4,000 haplotypes, up to
-twice as many where the typed sites are sparser than an Omni2.5's, which
-tell fewer of them apart; from 16,000, twice as many at any density. On
-held-out samples over eight simulation seeds twice the states lowered the
-error at 3,700 and 15,700 panel samples, by 3-6% in the rare bins at
-15,700 but 1-3% at 3,700 for 37% more time per target, and cost the rarest
-bins at 700 (as they did on real panels of 250 to 991 samples with sparse
-arrays, stop 48). With `wide_states` a second pass, over more states from
-more neighbours, follows, and P(alt) is the mean of the two
-passes': not the default, as it costs 2.9 times the time for gains on
-held-out samples of a 16,000-sample panel that no target cell of the scale
-series showed (BENCHMARKS.md). One forward-backward over the segment weighs each
-state by the whole path, where per-window passes recomputed overlapping
-stretches for every window.
+sites, and in a panel of thousands of samples many haplotypes match a
+target there equally well, so which of them carry a rare allele is a coin
+toss. The haplotypes that share the target's longest segments tell the
+carriers apart, and those are the ones the PBWT finds: at every typed
+site, the `neighbours` haplotypes either side of the target in the PBWT
+order share the longest runs of alleles with it ending there (left-to-right
+index) or starting there (right-to-left index). Each of `max_states`
+composite states copies one of them at a time: a haplotype found where it
+holds no state takes the state whose haplotype was found longest ago, from
+halfway between the two sightings. So every stretch of the segment has the
+haplotypes matching the target there; one set of the `max_states` found
+most often over the whole segment left some stretches with few of those
+when more were found (held-out figures in BENCHMARKS.md). A large panel
+gets more states (CopyingSettings.passes): the more haplotypes match a
+target equally well, the more states it takes to tell them apart. From
+4,000 haplotypes, twice as many: on held-out samples over eight simulation
+seeds they lowered the error by 1-3% at 3,700 panel samples and 3-6% in
+the rare bins at 15,700, and cost the rarest bins at 700 (as they did on
+real panels of 250 to 991 samples with sparse arrays, stop 48). With
+`wide_states` a second pass, over more states from more neighbours,
+follows, and P(alt) is the mean of the two passes': not the default, as it
+costs 2.9 times the time for gains on held-out samples of a 16,000-sample
+panel that no target cell of the scale series showed (BENCHMARKS.md). One
+forward-backward over the segment weighs each state by the whole path,
+where per-window passes recomputed overlapping stretches for every window.
 
 Switches between states happen with probability 1 - exp(-d / L) over d
 cM, L = H / (0.04 ne) + s / site_switch, H the panel's haplotypes and s the
@@ -727,7 +724,7 @@ class ContigModel:
         self.jump_cm = np.maximum(np.diff(cm[self.typed_rows]), 0.0)
         site_cm = (self.typed_cm[-1] - self.typed_cm[0]) / (len(self.typed_cm) - 1) if len(self.typed_cm) > 1 else 0.0
         self.switch_cm = settings.switch_cm(panel.n_haplotypes, site_cm)
-        self.passes = np.array(settings.passes(panel.n_haplotypes, site_cm), dtype=np.int64)
+        self.passes = np.array(settings.passes(panel.n_haplotypes), dtype=np.int64)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
         gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
         self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)

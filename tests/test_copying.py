@@ -582,25 +582,19 @@ def test_the_switch_rate_is_li_and_stephens_bounded_per_typed_site(n_haplotypes,
         assert switch_cm == pytest.approx(li_stephens_cm, rel=0.001)
 
 
-@pytest.mark.parametrize("spacing, n_haplotypes, states", [
-    (1.0, 4000, 400), (1.5, 4000, 600), (2.0, 4000, 800), (4.0, 15_999, 800),  # up to twice, at twice the spacing
-    (0.5, 15_999, 400), (4.0, 3999, 400), (1.0, 1_982, 400),  # never fewer; none more in a smaller panel
-    (0.5, 16_000, 800), (1.0, 64_000, 800), (4.0, 64_000, 800)])  # a large panel: twice at any density
-def test_large_panels_get_more_states_sparse_arrays_from_a_smaller_size(spacing, n_haplotypes, states):
+@pytest.mark.parametrize("n_haplotypes, states", [(1_982, 400), (3_999, 400), (4_000, 800), (64_000, 800)])
+def test_large_panels_get_twice_the_states(n_haplotypes, states):
     settings = CopyingSettings(wide_states=100)
-    site_cm = spacing * settings.dense_site_cm
-    assert settings.passes(n_haplotypes, site_cm) == ((16, states), (32, states // 4))
+    assert settings.passes(n_haplotypes) == ((16, states), (32, states // 4))
 
 
-def test_the_engine_takes_its_states_from_the_panel_and_the_contigs_typed_site_spacing():
+def test_the_engine_takes_its_states_from_the_panels_size():
     alleles = np.random.default_rng(3).integers(0, 2, (300, 20)).astype(np.uint8)
     typed = np.zeros(300, dtype=bool)
-    typed[::3] = True  # typed sites 3 cM_step apart
-    for cm_step, states in ((1e-5, 400), (0.003 / 3, 480)):  # 0.003 cM: 1.2 times dense_site_cm
-        model = ContigModel(_panel(alleles, cm_step), 0, typed, CopyingSettings(sparse_states_from=20))
+    typed[::3] = True
+    for large_from, states in ((21, 400), (20, 800)):
+        model = ContigModel(_panel(alleles), 0, typed, CopyingSettings(large_states_from=large_from))
         assert model.passes.tolist() == [[16, states]]
-    large = CopyingSettings(sparse_states_from=20, large_states_from=20)
-    assert ContigModel(_panel(alleles, 1e-5), 0, typed, large).passes.tolist() == [[16, 800]]
 
 
 def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
