@@ -342,9 +342,9 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
     row in proportion to the normalised ones (the sweep starts at site 0
     and stops there). Each site's step is one loop over the states: it
     divides the last row by its sum as it reads it, in the stay
-    probability, where a loop of its own to normalise each row and another
-    to copy it made the forward-backward 3.5 times as slow (16,000
-    samples, 800 states)."""
+    probability: with loops of their own to normalise and copy each row,
+    and the backward sweep's likewise, the forward-backward took 0.62 ms
+    per haplotype against 0.19 (16,000 samples, 800 states)."""
     k = state_alleles.shape[1]
     out = np.empty((hi - lo, k), dtype=np.float32)
     scratch = np.zeros((2, k), dtype=np.float32)  # the rows before lo
