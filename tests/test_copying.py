@@ -212,9 +212,9 @@ def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormali
             hap, skipped = np.where(row < half, 11, 12), (row < half) & (floor > 1e-4)
         mass = np.where(skipped, 0.0, posterior[row, state])
         return mass, mass * carries[np.arange(len(records)), hap]
-    sides = [((1 - weight), left), (weight, right)]
-    mass = sum(w * kept(s, row)[0] for w, row in sides for s in range(3))
-    p_minor = sum(w * kept(s, row)[1] for w, row in sides for s in range(3)) / mass
+    terms = [(w, *kept(s, row)) for w, row in ((1 - weight, left), (weight, right)) for s in range(3)]
+    mass = sum(w * state_mass for w, state_mass, _ in terms)
+    p_minor = sum(w * minor for w, _, minor in terms) / mass
     assert (mass < 1).any() == (floor > 0)
     np.testing.assert_allclose(got, np.where(freq <= 0.5, p_minor, 1 - p_minor), atol=1e-6)
 
