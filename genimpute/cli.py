@@ -197,11 +197,12 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
 @main.command()
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--ref", type=click.Path(dir_okay=False), default=None,
-              help="Reference panel VCF/BCF to impute from, instead of the model's own; without --model, "
-                   "the pretrained model shipped with genimpute is used.")
+              help="Reference panel VCF/BCF or compact panel to impute from, instead of the model's own; without "
+                   "--model the copying engine imputes from it (--engine auto), with --engine model the "
+                   "pretrained model shipped with genimpute.")
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
               help="Model directory [default: the pretrained model with --ref; else $GENIMPUTE_MODEL or "
-                   "~/.local/share/genimpute/model].")
+                   "~/.local/share/genimpute/model]; given with --ref, --engine auto runs this model.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Output .vcf.gz [default: <target>.imputed.vcf.gz in the current directory].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
@@ -212,8 +213,8 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
 @click.option("--phaser", type=click.Choice(["auto", *PHASERS, "none"]), default="auto", show_default=True,
               help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH; none: refuse unphased input).")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format, for the phaser and the match "
-                   "backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
+              help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format, for the phaser, the copying engine "
+                   "and the match backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
 @click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
               help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...), "
                    "and beside it FILE.samples.tsv (audit.tsv: audit.samples.tsv) with each sample's decision as "

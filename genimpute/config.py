@@ -133,7 +133,8 @@ class CopyingSettings:
     # 1,400, 1% more in MAF 0.001-0.005. With them 10,020 targets against 4,000 samples took Beagle's wall time
     # (BENCHMARKS.md)
     large_states_from: int = 4000
-    # states of a second, wider pass whose P(alt) is averaged with the first's (0: none; measured: 800, 32 neighbours)
+    # states of a second, wider pass whose P(alt) is averaged with the first's (0: none), doubled from
+    # large_states_from as max_states (measured before that doubling: 800 from 32 neighbours beside 400 from 16)
     wide_states: int = 0
     wide_neighbours: int = 32
     ne: float = 3e5  # effective population size in Li and Stephens' switch rate, 0.04 ne cM / panel haplotypes

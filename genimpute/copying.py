@@ -21,13 +21,15 @@ when more were found (held-out figures in BENCHMARKS.md). A large panel
 gets more states (CopyingSettings.passes): the more haplotypes match a
 target equally well, the more states it takes to tell them apart. From
 4,000 haplotypes, twice as many: on held-out samples over eight simulation
-seeds they lowered the error by 1-3% at 3,700 panel samples and 3-6% in
-the rare bins at 15,700, and cost the rarest bins at 700 (as they did on
+seeds they lowered the error from MAF 0.001 by 1-3% at 3,700 panel
+samples and 3-6% in the rare bins at 15,700, and cost the rarest bins at 700 (as they did on
 real panels of 250 to 991 samples with sparse arrays, stop 48). With
 `wide_states` a second pass, over more states from more neighbours,
-follows, and P(alt) is the mean of the two passes': not the default, as it
-costs 2.9 times the time for gains on held-out samples of a 16,000-sample
-panel that no target cell of the scale series showed (BENCHMARKS.md). One
+follows (doubled from 4,000 haplotypes, as the first), and P(alt) is the
+mean of the two passes': not the default, as 800 states from 32
+neighbours beside 400 from 16 cost 2.9 times the time for gains on
+held-out samples of a 16,000-sample panel that no target cell of the
+scale series showed (BENCHMARKS.md, stop 35). One
 forward-backward over the segment weighs each state by the whole path,
 where per-window passes recomputed overlapping stretches for every window.
 
@@ -344,7 +346,7 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
     divides the last row by its sum as it reads it, in the stay
     probability: with loops of their own to normalise and copy each row,
     and the backward sweep's likewise, the forward-backward took 0.62 ms
-    per haplotype against 0.19 (16,000 samples, 800 states)."""
+    per haplotype against 0.17 (16,000 samples, 800 states)."""
     k = state_alleles.shape[1]
     out = np.empty((hi - lo, k), dtype=np.float32)
     scratch = np.zeros((2, k), dtype=np.float32)  # the rows before lo
@@ -482,8 +484,9 @@ def _block_maxima(posterior):
 
 @nb.njit(cache=True)
 def _negligible(maxima, slot, first, last, floor):
-    """Whether the state's posterior stays below `floor` at rows
-    [first, last] of the posteriors (none, if last < first)."""
+    """Whether the state's posterior stays below `floor` in the blocks of
+    MAXIMA_BLOCK rows that hold rows [first, last] of the posteriors (none,
+    if last < first): a block's rows beyond them can keep it, never skip it."""
     if last < first:
         return True
     for b in range(first // MAXIMA_BLOCK, last // MAXIMA_BLOCK + 1):

@@ -161,7 +161,8 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
     typed = np.zeros(m, bool)
     typed[[3, 7, 8, 15, 22, 30, 31, 40, 52, 57]] = True
-    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02, site_switch=0.3)
+    # no floor: the sweeps alone (the floor has a test of its own)
+    settings = CopyingSettings(neighbours=h, max_states=h, ne=300.0, error=0.02, site_switch=0.3, posterior_floor=0.0)
     model = ContigModel(_panel(alleles, cm_step=0.05), 0, typed, settings)
     [segment] = model.segments()
     queries = rng.integers(0, 2, (typed.sum(), 3)).astype(np.int8)
