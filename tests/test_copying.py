@@ -17,8 +17,8 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute import copying, imputation, runtime
 from genimpute.config import CopyingSettings
-from genimpute.copying import (ContigModel, _transposed, _zeros_before, minor_alleles, pbwt_index,
-                               pbwt_indexes)
+from genimpute.copying import (ContigModel, _state_alleles, _transposed, _zeros_before, minor_alleles,
+                               pbwt_index, pbwt_indexes)
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.vcf_reader import read_target
@@ -104,6 +104,23 @@ def test_tiled_transpose_is_the_transpose(shape):
     alleles = np.random.default_rng(4).integers(0, 2, shape).astype(np.uint8)
     out = _transposed(alleles)
     assert out.flags.c_contiguous and np.array_equal(out, alleles.T)
+
+
+@pytest.mark.parametrize("n_states, last", [(1, 1), (8, 16), (13, 70), (800, 697)])  # whole and ragged 8 x 8 blocks
+def test_states_alleles_are_each_slots_haplotypes_alleles_over_its_segments(n_states, last):
+    rng = np.random.default_rng(5)
+    haplotype_alleles = rng.integers(0, 2, (50, last + 3)).astype(np.uint8)
+    expected = np.empty((last, n_states), dtype=np.uint8)
+    segments = []
+    for slot in range(n_states):  # each slot's sites cut into up to three segments, each its own haplotype
+        cuts = sorted({0, last, *rng.integers(0, last + 1, 2).tolist()})
+        for start, end in zip(cuts, cuts[1:]):
+            h = int(rng.integers(50))
+            segments.append((slot, start, end, h))
+            expected[start:end, slot] = haplotype_alleles[h, start:end]
+    segments = np.array(segments, dtype=np.int64).T[:, rng.permutation(len(segments))].copy()
+    got = _state_alleles(haplotype_alleles, segments, n_states, last)
+    assert got.flags.c_contiguous and np.array_equal(got, expected)
 
 
 def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a_missing_call():
