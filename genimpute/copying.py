@@ -344,6 +344,16 @@ def _swap_bytes(a, b, shift, mask):
     return a ^ (t << shift), b ^ t
 
 
+@nb.njit(cache=True, inline="always")
+def _swap_pairs(a, b, c, d, e, f, g, h, shift, mask):
+    """_swap_bytes of (a, b), (c, d), (e, f) and (g, h)."""
+    a, b = _swap_bytes(a, b, shift, mask)
+    c, d = _swap_bytes(c, d, shift, mask)
+    e, f = _swap_bytes(e, f, shift, mask)
+    g, h = _swap_bytes(g, h, shift, mask)
+    return a, b, c, d, e, f, g, h
+
+
 _EVEN_BYTES, _EVEN_PAIRS, _LOW_HALF = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF), \
     np.uint64(0x00000000FFFFFFFF)
 _BYTE, _PAIR, _HALF = np.uint64(8), np.uint64(16), np.uint64(32)
@@ -361,18 +371,9 @@ def _transpose_bytes(source, out):
         for cw in range(source.shape[1]):
             w0, w1, w2, w3 = source[r, cw], source[r + 1, cw], source[r + 2, cw], source[r + 3, cw]
             w4, w5, w6, w7 = source[r + 4, cw], source[r + 5, cw], source[r + 6, cw], source[r + 7, cw]
-            w0, w1 = _swap_bytes(w0, w1, _BYTE, _EVEN_BYTES)
-            w2, w3 = _swap_bytes(w2, w3, _BYTE, _EVEN_BYTES)
-            w4, w5 = _swap_bytes(w4, w5, _BYTE, _EVEN_BYTES)
-            w6, w7 = _swap_bytes(w6, w7, _BYTE, _EVEN_BYTES)
-            w0, w2 = _swap_bytes(w0, w2, _PAIR, _EVEN_PAIRS)
-            w1, w3 = _swap_bytes(w1, w3, _PAIR, _EVEN_PAIRS)
-            w4, w6 = _swap_bytes(w4, w6, _PAIR, _EVEN_PAIRS)
-            w5, w7 = _swap_bytes(w5, w7, _PAIR, _EVEN_PAIRS)
-            w0, w4 = _swap_bytes(w0, w4, _HALF, _LOW_HALF)
-            w1, w5 = _swap_bytes(w1, w5, _HALF, _LOW_HALF)
-            w2, w6 = _swap_bytes(w2, w6, _HALF, _LOW_HALF)
-            w3, w7 = _swap_bytes(w3, w7, _HALF, _LOW_HALF)
+            w0, w1, w2, w3, w4, w5, w6, w7 = _swap_pairs(w0, w1, w2, w3, w4, w5, w6, w7, _BYTE, _EVEN_BYTES)
+            w0, w2, w1, w3, w4, w6, w5, w7 = _swap_pairs(w0, w2, w1, w3, w4, w6, w5, w7, _PAIR, _EVEN_PAIRS)
+            w0, w4, w1, w5, w2, w6, w3, w7 = _swap_pairs(w0, w4, w1, w5, w2, w6, w3, w7, _HALF, _LOW_HALF)
             c = 8 * cw
             out[c, rw], out[c + 1, rw], out[c + 2, rw], out[c + 3, rw] = w0, w1, w2, w3
             out[c + 4, rw], out[c + 5, rw], out[c + 6, rw], out[c + 7, rw] = w4, w5, w6, w7
