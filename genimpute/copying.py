@@ -22,8 +22,9 @@ gets more states (CopyingSettings.passes): the more haplotypes match a
 target equally well, the more states it takes to tell them apart. From
 4,000 haplotypes, twice as many: on held-out samples over eight simulation
 seeds they lowered the error from MAF 0.001 by 1-3% at 3,700 panel
-samples and 3-6% in the rare bins at 15,700, and cost the rarest bins at 700 (as they did on
-real panels of 250 to 991 samples with sparse arrays, stop 48). With
+samples and 3-6% in the rare bins at 15,700, and cost the rarest bins at
+700 (as they did on real panels of 250 to 991 samples with sparse arrays,
+stop 48). With
 `wide_states` a second pass, over more states from more neighbours,
 follows (doubled from 4,000 haplotypes, as the first), and P(alt) is the
 mean of the two passes': not the default, as 800 states from 32
@@ -331,8 +332,8 @@ def _state_alleles(haplotype_alleles, segments, n_states, last):
         by_state[slot, start:end] = haplotype_alleles[h, start:end]
     by_site = np.empty((columns, rows), dtype=np.uint8)
     _transpose_bytes(by_state.view(np.uint64), by_site.view(np.uint64))
-    if rows == n_states and columns == last:
-        return by_site
+    if rows == n_states:  # the padded sites drop off as a contiguous view
+        return by_site[:last]
     return by_site[:last, :n_states].copy()
 
 
