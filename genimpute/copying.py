@@ -161,6 +161,28 @@ def _transposed(alleles):
     return out
 
 
+def _packed_by_haplotype(alleles: np.ndarray) -> np.ndarray:
+    """alleles (t, H) 0/1 as (H, ceil(t / 64)) uint64, site j bit j % 64
+    of word j // 64: the table the states' alleles are gathered from
+    (_state_alleles), an eighth of a byte per allele's."""
+    return _transposed(_packed_sites(alleles)).view(np.uint64)
+
+
+@nb.njit(cache=True, parallel=True)
+def _packed_sites(alleles):
+    """(8 ceil(t / 64), H) uint8: alleles (t, H) 0/1 with sites 8 r ..
+    8 r + 7 in the bits of row r, site j bit j % 8 (the rows past the last
+    site 0)."""
+    t, n = alleles.shape
+    out = np.zeros((8 * ((t + 63) // 64), n), dtype=np.uint8)
+    for row in nb.prange((t + 7) // 8):
+        for j in range(8 * row, min(t, 8 * row + 8)):
+            bit = np.uint8(j & 7)
+            for h in range(n):
+                out[row, h] |= alleles[j, h] << bit
+    return out
+
+
 @nb.njit(cache=True)
 def _ones(word):
     """The 1 bits of a uint64 (a SWAR count, which LLVM compiles to one popcount)."""
@@ -316,22 +338,29 @@ def _composite_states(sightings, max_states, slot_of, segments, heap):
 
 
 @nb.njit(cache=True)
-def _state_alleles(haplotype_alleles, segments, n_states, last):
+def _state_alleles(haplotype_words, segments, n_states, last):
     """(last, K) the composite states' alleles at typed sites [0, last),
     gathered once for the forward and the backward sweeps from
-    haplotype_alleles (H, t). Each segment is copied whole into a
-    state-major table, then the table is transposed 8 x 8 bytes at a time
-    (_transpose_bytes). Filled column by column, the (sites, states)
-    table took 0.44 ms per haplotype against 0.29-0.30 at 16,000 samples
-    (697 sites, 800 states) and 4.3 against 3.2 on a 4,000-site segment:
-    a store of one byte per cache line (BENCHMARKS.md, stop 52)."""
-    rows, columns = (n_states + 7) // 8 * 8, (last + 7) // 8 * 8  # the padding is never read
-    by_state = np.empty((rows, columns), dtype=np.uint8)
+    haplotype_words (H, words) (_packed_by_haplotype). Each segment is
+    copied whole, word by word, into a state-major table of bits, which
+    _bits_to_bytes spreads into the (sites, states) table of bytes the
+    sweeps read. From a (H, sites) table of bytes, reading the segments'
+    runs took most of this stage's time on a 4,000-site segment of 16,000
+    samples (2.6 of 3.2 ms per haplotype): 128 MB, four times the L3
+    cache, against 16 MB of bits (BENCHMARKS.md, stop 53)."""
+    rows, words = (n_states + 7) // 8 * 8, (last + 63) // 64  # the padding is never read
+    by_state = np.empty((rows, words), dtype=np.uint64)
     for e in range(segments.shape[1]):
         slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
-        by_state[slot, start:end] = haplotype_alleles[h, start:end]
-    by_site = np.empty((columns, rows), dtype=np.uint8)
-    _transpose_bytes(by_state.view(np.uint64), by_site.view(np.uint64))
+        for w in range(start >> 6, (end + 63) >> 6):
+            mask = _ALL_BITS
+            if w == start >> 6:
+                mask &= _ALL_BITS << np.uint64(start & 63)
+            if w == end >> 6:
+                mask &= ~(_ALL_BITS << np.uint64(end & 63))
+            by_state[slot, w] = (by_state[slot, w] & ~mask) | (haplotype_words[h, w] & mask)
+    by_site = np.empty((64 * words, rows), dtype=np.uint8)
+    _bits_to_bytes(by_state, by_site.view(np.uint64))
     if rows == n_states:  # the padded sites drop off as a contiguous view
         return by_site[:last]
     return by_site[:last, :n_states].copy()
@@ -339,7 +368,7 @@ def _state_alleles(haplotype_alleles, segments, n_states, last):
 
 @nb.njit(cache=True, inline="always")
 def _swap_bytes(a, b, shift, mask):
-    """Words a and b with the bytes of a that `mask` << `shift` covers
+    """Words a and b with the bits of a that `mask` << `shift` covers
     exchanged for those of b that `mask` covers."""
     t = ((a >> shift) ^ b) & mask
     return a ^ (t << shift), b ^ t
@@ -355,29 +384,54 @@ def _swap_pairs(a, b, c, d, e, f, g, h, shift, mask):
     return a, b, c, d, e, f, g, h
 
 
+@nb.njit(cache=True, inline="always")
+def _transpose_bits(x):
+    """The 8 x 8 bit matrix x (bit 8 r + c its row r, column c)
+    transposed, in three rounds that swap 2 x 2, then 4 x 4, then 8 x 8
+    blocks' off-diagonal quarters (Warren, Hacker's Delight, 7-3)."""
+    t = ((x >> _SEVEN) ^ x) & _BITS_2X2
+    x ^= t ^ (t << _SEVEN)
+    t = ((x >> _FOURTEEN) ^ x) & _BITS_4X4
+    x ^= t ^ (t << _FOURTEEN)
+    t = ((x >> _TWENTY_EIGHT) ^ x) & _BITS_8X8
+    return x ^ t ^ (t << _TWENTY_EIGHT)
+
+
+_ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
 _EVEN_BYTES, _EVEN_PAIRS, _LOW_HALF = np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF), \
     np.uint64(0x00000000FFFFFFFF)
+_BITS_2X2, _BITS_4X4, _BITS_8X8 = np.uint64(0x00AA00AA00AA00AA), np.uint64(0x0000CCCC0000CCCC), \
+    np.uint64(0x00000000F0F0F0F0)
 _BYTE, _PAIR, _HALF = np.uint64(8), np.uint64(16), np.uint64(32)
+_SEVEN, _FOURTEEN, _TWENTY_EIGHT = np.uint64(7), np.uint64(14), np.uint64(28)
+# byte b of _SPREAD[v] is bit b of v: 8 bits, one per state, as the 8 bytes of the sweeps' table
+_SPREAD = np.array([sum(((v >> b) & 1) << (8 * b) for b in range(8)) for v in range(256)], dtype=np.uint64)
 
 
 @nb.njit(cache=True)
-def _transpose_bytes(source, out):
-    """out (C, R / 8) the byte transpose of source (R, C / 8), both uint64
-    views of uint8 tables, R and C multiples of 8: each 8 x 8 block of
-    bytes is read as 8 words, transposed in three rounds that swap bytes,
-    then pairs, then halves between words 1, 2 and 4 apart, and written as
-    8 words. Little-endian byte order, as on every machine numba runs on."""
-    for rw in range(source.shape[0] // 8):
-        r = 8 * rw
-        for cw in range(source.shape[1]):
-            w0, w1, w2, w3 = source[r, cw], source[r + 1, cw], source[r + 2, cw], source[r + 3, cw]
-            w4, w5, w6, w7 = source[r + 4, cw], source[r + 5, cw], source[r + 6, cw], source[r + 7, cw]
+def _bits_to_bytes(by_state, out):
+    """out (64 W, R / 8), a uint64 view of the (sites, states) bytes, from
+    by_state (R, W) bits (site j bit j % 64 of word j // 64), R a multiple
+    of 8. Each 8 states x 64 sites block is read as 8 words, its bytes
+    transposed in three rounds that swap bytes, then pairs, then halves
+    between words 1, 2 and 4 apart, so that word i holds the 8 states'
+    sites 8 i .. 8 i + 7; each of those is a bit transpose away from a
+    byte per site, which _SPREAD makes a word. Little-endian byte order, as
+    on every machine numba runs on."""
+    for w in range(by_state.shape[1]):
+        for g in range(by_state.shape[0] // 8):
+            r = 8 * g
+            w0, w1, w2, w3 = by_state[r, w], by_state[r + 1, w], by_state[r + 2, w], by_state[r + 3, w]
+            w4, w5, w6, w7 = by_state[r + 4, w], by_state[r + 5, w], by_state[r + 6, w], by_state[r + 7, w]
             w0, w1, w2, w3, w4, w5, w6, w7 = _swap_pairs(w0, w1, w2, w3, w4, w5, w6, w7, _BYTE, _EVEN_BYTES)
             w0, w2, w1, w3, w4, w6, w5, w7 = _swap_pairs(w0, w2, w1, w3, w4, w6, w5, w7, _PAIR, _EVEN_PAIRS)
             w0, w4, w1, w5, w2, w6, w3, w7 = _swap_pairs(w0, w4, w1, w5, w2, w6, w3, w7, _HALF, _LOW_HALF)
-            c = 8 * cw
-            out[c, rw], out[c + 1, rw], out[c + 2, rw], out[c + 3, rw] = w0, w1, w2, w3
-            out[c + 4, rw], out[c + 5, rw], out[c + 6, rw], out[c + 7, rw] = w4, w5, w6, w7
+            site = 64 * w
+            for x in (w0, w1, w2, w3, w4, w5, w6, w7):
+                x = _transpose_bits(x)
+                for k in range(8):
+                    out[site + k, g] = _SPREAD[(x >> np.uint64(8 * k)) & np.uint64(255)]
+                site += 8
 
 
 @nb.njit(cache=True)
@@ -671,7 +725,7 @@ def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_first, core_last, jump_rate, error,
+def _impute_haplotype(haplotype_words, query, segments, n_states, last, core_first, core_last, jump_rate, error,
                       floor, untyped, out_column, typed_column):
     """Forward-backward over typed sites [0, last) of the composite states
     of `segments` (_composite_states); imputes the untyped records in the
@@ -680,7 +734,7 @@ def _impute_haplotype(haplotype_alleles, query, segments, n_states, last, core_f
     (none with an empty out_column), and the typed sites of the core where
     the query has no call into typed_column (core_last - core_first,),
     core_first first; states below `floor` skipped there (_impute_untyped)."""
-    state_alleles = _state_alleles(haplotype_alleles, segments, n_states, last)
+    state_alleles = _state_alleles(haplotype_words, segments, n_states, last)
     # the sites the core's gaps read: its own and the one after it
     posterior = _posteriors(state_alleles, query, jump_rate, error, core_first, min(core_last + 1, last))
     for j in range(core_first, core_last):
@@ -704,7 +758,7 @@ def switch_probabilities(jump_cm, switch_cm):
 
 
 @nb.njit(cache=True, parallel=True)
-def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_alleles, core_first, core_last,
+def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_words, core_first, core_last,
                     jump_cm, passes, switch_cm, error, floor, untyped, n_threads):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
     haplotypes (queries (t, Q) int8, the segment's typed sites) at the
@@ -714,7 +768,7 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     composite states from (neighbours, max states). The typed output spans
     the core, not the contig: (Q, t) for every segment cost 0.5 GB and its
     filling for a batch of 1,000 samples on a contig of 60,000 typed sites."""
-    n_queries, n_haplotypes, last = queries.shape[1], haplotype_alleles.shape[0], queries.shape[0]
+    n_queries, n_haplotypes, last = queries.shape[1], haplotype_words.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
     jump_rate = switch_probabilities(jump_cm, switch_cm)
@@ -735,11 +789,11 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
                 q = columns[g]
                 segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
                 if p == 0:  # the first pass writes the output itself: no copy where it is the only one
-                    _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
+                    _impute_haplotype(haplotype_words, queries[:, q].copy(), segments, n_states, last, core_first,
                                       core_last, jump_rate, error, floor, untyped, out[q], typed_out[q])
                     continue
                 untyped_pass[:] = 0
-                _impute_haplotype(haplotype_alleles, queries[:, q].copy(), segments, n_states, last, core_first,
+                _impute_haplotype(haplotype_words, queries[:, q].copy(), segments, n_states, last, core_first,
                                   core_last, jump_rate, error, floor, untyped, untyped_pass, typed_pass)
                 out[q] += untyped_pass
                 for j in range(core_last - core_first):
@@ -838,23 +892,23 @@ class ContigModel:
         start, stop = self._untyped_span(segment.core_first, segment.core_last)
         if not untyped:
             stop = start
-        forward_index, backward_index, haplotype_alleles, untyped_records = self._build(segment, start, stop)
+        forward_index, backward_index, haplotype_words, untyped_records = self._build(segment, start, stop)
         return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
-                               excluded.astype(np.int64), forward_index, backward_index, haplotype_alleles,
+                               excluded.astype(np.int64), forward_index, backward_index, haplotype_words,
                                segment.core_first - first, segment.core_last - first,
                                self.jump_cm[first:segment.last - 1], self.passes,
                                self.switch_cm, s.error, np.float32(s.posterior_floor), untyped_records,
                                nb.get_num_threads())
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
-        """(forward index, backward index, alleles (H, sites), untyped
-        tables) of the segment's typed sites [first, last), numbered from
+        """(forward index, backward index, alleles (H, words of sites:
+        _packed_by_haplotype), untyped tables) of the segment's typed sites [first, last), numbered from
         first, and of untyped records start..stop - 1. The index is built
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
-        contig's index and alleles take 5.4 bytes per typed site and
-        haplotype up to 32,767 samples, 9.4 beyond (7 GB for 40,000 sites of
-        16,000 samples), a segment's a few percent of that.
+        contig's index and alleles take 4.4 bytes per typed site and
+        haplotype up to 32,767 samples, 8.5 beyond (5.7 GB for 40,000 sites
+        of 16,000 samples), a segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
         segment's take 0.5-0.9 s to build, which every batch would repeat,
         and about 0.1 GB (a few hundred records per Mb for each haplotype)."""
@@ -869,9 +923,9 @@ class ContigModel:
 
     def _index(self, first: int, last: int) -> tuple:
         """PBWT indexes of typed sites [first, last) left to right and right
-        to left, and their alleles haplotype by haplotype (H, last - first)."""
+        to left, and their alleles haplotype by haplotype in bits (_packed_by_haplotype)."""
         alleles = np.ascontiguousarray(self.panel.haplotypes(self.typed_rows[first:last]))
-        return *pbwt_indexes(alleles), _transposed(alleles)
+        return *pbwt_indexes(alleles), _packed_by_haplotype(alleles)
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:

@@ -17,7 +17,7 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute import copying, imputation, runtime
 from genimpute.config import CopyingSettings
-from genimpute.copying import (ContigModel, _state_alleles, _transposed, _zeros_before, minor_alleles,
+from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed, _zeros_before, minor_alleles,
                                pbwt_index, pbwt_indexes)
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
@@ -106,7 +106,26 @@ def test_tiled_transpose_is_the_transpose(shape):
     assert out.flags.c_contiguous and np.array_equal(out, alleles.T)
 
 
-@pytest.mark.parametrize("n_states, last", [(1, 1), (8, 16), (13, 70), (800, 697)])  # whole and ragged 8 x 8 blocks
+@pytest.mark.parametrize("t, n", [(1, 1), (64, 9), (70, 130)])  # whole and ragged words of sites
+def test_packed_haplotypes_hold_site_j_in_bit_j_mod_64_of_word_j_div_64(t, n):
+    alleles = np.random.default_rng(6).integers(0, 2, (t, n)).astype(np.uint8)
+    packed = _packed_by_haplotype(alleles)
+    assert packed.shape == (n, (t + 63) // 64) and packed.dtype == np.uint64
+    sites = np.arange(t)
+    bits = (packed[:, sites // 64] >> (sites % 64).astype(np.uint64)) & np.uint64(1)
+    assert np.array_equal(bits, alleles.T)
+    assert not (packed[:, -1] >> np.uint64(t % 64)).any() if t % 64 else True  # no site past the last
+
+
+def test_bit_transpose_is_the_transpose_of_the_8_x_8_bit_matrix():
+    words = np.random.default_rng(7).integers(0, 2**63, 50, dtype=np.uint64)
+    for word in words:
+        bits = np.unpackbits(np.array([word]).view(np.uint8), bitorder="little").reshape(8, 8)  # bit 8 r + c
+        got = np.unpackbits(np.array([_transpose_bits(word)]).view(np.uint8), bitorder="little").reshape(8, 8)
+        assert np.array_equal(got, bits.T)
+
+
+@pytest.mark.parametrize("n_states, last", [(1, 1), (8, 64), (13, 70), (800, 697)])  # whole and ragged blocks
 def test_states_alleles_are_each_slots_haplotypes_alleles_over_its_segments(n_states, last):
     rng = np.random.default_rng(5)
     haplotype_alleles = rng.integers(0, 2, (50, last + 3)).astype(np.uint8)
@@ -119,7 +138,7 @@ def test_states_alleles_are_each_slots_haplotypes_alleles_over_its_segments(n_st
             segments.append((slot, start, end, h))
             expected[start:end, slot] = haplotype_alleles[h, start:end]
     segments = np.array(segments, dtype=np.int64).T[:, rng.permutation(len(segments))].copy()
-    got = _state_alleles(haplotype_alleles, segments, n_states, last)
+    got = _state_alleles(_packed_by_haplotype(haplotype_alleles.T.copy()), segments, n_states, last)
     assert got.flags.c_contiguous and np.array_equal(got, expected)
 
 
