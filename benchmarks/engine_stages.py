@@ -4,11 +4,13 @@ groups them), then for each haplotype its composite states, their alleles,
 the forward-backward and the untyped records. Where the engine's time goes
 at each panel size (`engine_time.py` times the whole of it).
 
-    python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS]
+    python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS [SEGMENT]]
 
 SEED_DIR: a scale_series.sh output directory (panel.N.gpanel,
 targets.N.vcf.gz); TARGETS (default 100) the cohort, whose haplotypes are
-all timed. Each stage runs once before it is timed (numba compiles it).
+all timed; SEGMENT (default 0) which of the contig's segments, numbered
+from 0 (the 1 Mb series has one, the 10 Mb instance four). Each stage runs
+once before it is timed (numba compiles it).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import time
 
 import numpy as np
-from engine_time import one_segment_job
+from engine_time import contig_job
 
 from genimpute import copying
 from genimpute.config import CopyingSettings
@@ -34,13 +36,15 @@ def timed(seconds: dict, stage: str, function, *args):
 
 def main() -> None:
     seed_dir, panel_samples, *rest = sys.argv[1:]
-    targets = rest[0] if rest else "100"
+    targets, which = (rest + ["100", "0"][len(rest):])[:2]
     settings = CopyingSettings()
-    model, segment, queries = one_segment_job(seed_dir, panel_samples, targets, settings)
+    model, contig_segments, queries = contig_job(seed_dir, panel_samples, targets, settings)
+    segment = contig_segments[int(which)]
+    queries = np.ascontiguousarray(queries[segment.first:segment.last])
     panel = model.panel
     records = model._untyped_span(segment.core_first, segment.core_last)
     forward_index, backward_index, alleles, untyped = model._build(segment, *records)
-    jump_rate = copying.switch_probabilities(model.jump_cm, model.switch_cm)
+    jump_rate = copying.switch_probabilities(model.jump_cm[segment.first:segment.last - 1], model.switch_cm)
     neighbours, max_states = model.passes[0]  # the engine's first (by default only) pass
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}

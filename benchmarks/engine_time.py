@@ -43,12 +43,6 @@ def contig_job(seed_dir: str, panel_samples: str, targets: str, settings: Copyin
     return model, segments, queries
 
 
-def one_segment_job(seed_dir: str, panel_samples: str, targets: str, settings: CopyingSettings) -> tuple:
-    """contig_job's, of a contig that is one segment."""
-    model, [segment], queries = contig_job(seed_dir, panel_samples, targets, settings)
-    return model, segment, queries
-
-
 def segment_seconds(model: ContigModel, segment, queries: np.ndarray, rounds: int) -> tuple[float, float]:
     """(seconds to build the segment's index (and impute 4 queries), the
     best of `rounds` imputing all the queries there)."""

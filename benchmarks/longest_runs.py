@@ -89,28 +89,34 @@ def switch_rates(model) -> np.ndarray:
     return copying.switch_probabilities(model.jump_cm, model.switch_cm)
 
 
+def segment_alleles(model, segment) -> np.ndarray:
+    """(t, H) the panel's alleles at the segment's typed sites (the
+    engine's index holds them as bits, haplotype by haplotype)."""
+    return np.ascontiguousarray(model.panel.haplotypes(model.typed_rows[segment.first:segment.last]))
+
+
 def impute_every_gap(index: tuple, query: np.ndarray, segments: np.ndarray, n_states: int, jump: np.ndarray,
                      settings: CopyingSettings, out_column: np.ndarray) -> None:
     """The engine's forward-backward over `segments` (n_states composite
     states) for one query, its P(alt) at every untyped record of the
     segment written to out_column: the core is the whole segment."""
-    haplotype_alleles, untyped = index[2], index[3]
+    haplotype_words, untyped = index[2], index[3]
     last = len(query)
-    copying._impute_haplotype(haplotype_alleles, query.copy(), segments, n_states, last, 0, last, jump,
+    copying._impute_haplotype(haplotype_words, query.copy(), segments, n_states, last, 0, last, jump,
                               settings.error, np.float32(settings.posterior_floor), untyped, out_column,
                               np.empty(last, np.float32))
 
 
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
     """(records, Q) P(alt) of every query at the segment's untyped records over the chosen states."""
-    forward_index, backward_index, haplotype_alleles, _ = index
-    last, settings = queries.shape[0], model.settings
+    forward_index, backward_index = index[:2]
+    last, settings, alleles = queries.shape[0], model.settings, segment_alleles(model, segment)
     jump = switch_rates(model)
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
-        runs = runs_through(haplotype_alleles.T, queries[:, q])
+        runs = runs_through(alleles, queries[:, q])
         longest = np.unique(np.argpartition(-runs, top, axis=1)[:, :top])
-        base = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0],
+        base = composite_states((forward_index, backward_index), queries, q, alleles.shape[1],
                                 *model.passes[0]) \
             if with_composite else np.zeros((4, 0), np.int64)
         n_base = int(base[0].max()) + 1 if base.shape[1] else 0
@@ -135,8 +141,8 @@ def step_starts(centimorgans: np.ndarray, step_cm: float) -> np.ndarray:
 
 def impute_steps(model, segment, index, queries: np.ndarray, step_cm: float, per_side: int) -> np.ndarray:
     """(records, Q) P(alt) over composite states from the PBWT neighbours at the steps' first sites only."""
-    forward_index, backward_index, haplotype_alleles, _ = index
-    last, settings, n_haplotypes = queries.shape[0], model.settings, haplotype_alleles.shape[0]
+    forward_index, backward_index, haplotype_words, _ = index
+    last, settings, n_haplotypes = queries.shape[0], model.settings, haplotype_words.shape[0]
     jump = switch_rates(model)
     elsewhere = np.ones(last, dtype=bool)
     elsewhere[step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], step_cm)] = False
@@ -181,7 +187,7 @@ def _ibs_set(haplotype_alleles, query, starts, ends, k, per_step, n_steps, rng) 
 
 def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_steps: int) -> np.ndarray:
     """(records, Q) P(alt) over composite states from Beagle's IBS sets at the first site of each 0.1 cM step."""
-    haplotype_alleles = index[2]
+    haplotype_alleles = np.ascontiguousarray(segment_alleles(model, segment).T)
     last, settings = queries.shape[0], model.settings
     jump = switch_rates(model)
     starts = step_starts(model.panel.centimorgans[model.typed_rows[segment.first:segment.last]], 0.1)
@@ -230,14 +236,14 @@ def weighted_posteriors(state_alleles: np.ndarray, query: np.ndarray, jump: np.n
 
 def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) -> np.ndarray:
     """(records, Q) P(alt) over the engine's composite states, switches landing by run length^alpha."""
-    forward_index, backward_index, haplotype_alleles, untyped = index
+    forward_index, backward_index, haplotype_words, untyped = index
     last, settings = queries.shape[0], model.settings
     jump = switch_rates(model)
     out = np.zeros((len(segment.predicted), queries.shape[1]), np.float32)
     for q in range(queries.shape[1]):
-        segments = composite_states((forward_index, backward_index), queries, q, haplotype_alleles.shape[0],
+        segments = composite_states((forward_index, backward_index), queries, q, haplotype_words.shape[0],
                                     *model.passes[0])
-        state_alleles = copying._state_alleles(haplotype_alleles, segments, int(segments[0].max()) + 1, last)
+        state_alleles = copying._state_alleles(haplotype_words, segments, int(segments[0].max()) + 1, last)
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
         copying._impute_untyped(untyped, segments, posterior, 0, last, np.float32(settings.posterior_floor),
