@@ -17,8 +17,8 @@ from paths import PANEL, TARGET_PHASED
 
 from genimpute import copying, imputation, runtime
 from genimpute.config import CopyingSettings
-from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed, _zeros_before, minor_alleles,
-                               pbwt_index, pbwt_indexes)
+from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed,
+                               _zeros_before, minor_alleles, pbwt_index, pbwt_indexes)
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.vcf_reader import read_target
