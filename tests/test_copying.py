@@ -161,6 +161,20 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
         assert sightings[j, :2 * k].tolist() == expected + [-1] * (2 * k - len(expected))
 
 
+def test_queries_walking_together_each_find_what_they_find_alone():
+    # the walk visits a group's queries in the order of their places, which it keeps site by site
+    rng = np.random.default_rng(8)
+    alleles = rng.integers(0, 2, (40, 70)).astype(np.uint8)
+    queries = (alleles[:, rng.integers(0, 70, 9)] ^ (rng.random((40, 9)) < 0.1)).astype(np.int8)
+    queries[rng.random((40, 9)) < 0.1] = -1
+    excluded = np.array([-1, 3, -1, 0, 34, -1, -1, 7, -1])
+    indexes = pbwt_index(alleles), pbwt_index(alleles, reverse=True)
+    together = copying._sightings(*indexes, queries, np.arange(9), 4, excluded)
+    for q in range(9):
+        alone = copying._sightings(*indexes, queries[:, [q]].copy(), np.arange(1), 4, excluded[[q]])[0]
+        assert np.array_equal(together[q], alone)
+
+
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, site_switch):
     """P(alt) at the untyped records by a float64 forward-backward over every
     haplotype with full transition matrices, interpolated in cM."""
