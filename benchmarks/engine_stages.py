@@ -1,6 +1,6 @@
 """The copying engine's stages timed one by one, per target haplotype, on
-one thread: the PBWT walks (for all the haplotypes together, as the engine
-groups them), then for each haplotype its composite states, their alleles,
+one thread: the PBWT walks (SELECTION_GROUP haplotypes together, as the
+engine groups them), then for each haplotype its composite states, their alleles,
 the forward-backward and the untyped records. Where the engine's time goes
 at each panel size (`engine_time.py` times the whole of it).
 
@@ -48,8 +48,11 @@ def main() -> None:
     neighbours, max_states = model.passes[0]  # the engine's first (by default only) pass
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}
-    sightings = timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries, np.arange(n),
-                      neighbours, np.full(n, -1, dtype=np.int64))
+    sightings = np.concatenate([  # in the engine's groups
+        timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries,
+              np.arange(start, min(n, start + copying.SELECTION_GROUP)), neighbours,
+              np.full(min(n - start, copying.SELECTION_GROUP), -1, dtype=np.int64))
+        for start in range(0, n, copying.SELECTION_GROUP)])
     slot_of = np.full(panel.n_haplotypes, -1, dtype=np.int32)
     capacity = sightings.shape[1] * sightings.shape[2] + max_states
     buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)

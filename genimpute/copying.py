@@ -63,7 +63,9 @@ import numpy as np
 from genimpute.config import CopyingSettings
 from genimpute.panel import packed_blocks
 
-SELECTION_GROUP = 128  # queries whose states are chosen together (_walk): 128 x H uint16 and int32 per thread
+# queries whose states are chosen together (_walk); their sightings take 128 x sites x 4 neighbours int32 per
+# thread (131 MB at 4,000 sites)
+SELECTION_GROUP = 128
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
@@ -209,9 +211,10 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
     never written. The queries walk together, site by site: each row of the
     index is read once for all of them (one at a time, every row was a cache
     miss for each), and in the order of their places, so that the row of
-    the order is read forwards: visited in their own order, they took 0.32
-    ms per haplotype against 0.24 at 16,000 samples (1 Mb), and 1.62
-    against 0.96 on a 4,000-site segment (BENCHMARKS.md, stop 53). index:
+    the order is read forwards: visited in their own order, groups of 128
+    took 0.29 ms per haplotype against 0.22-0.24 at 16,000 samples (1 Mb),
+    and 2.11 against 1.69 on a 4,000-site segment (BENCHMARKS.md, stop
+    53). index:
     pbwt_index's arrays, of the sites right to left if `reverse` (its site
     j is the queries' t - 1 - j)."""
     order, allele_words, word_zeros = index
