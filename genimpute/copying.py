@@ -214,9 +214,8 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
     the order is read forwards: visited in their own order, groups of 128
     took 0.29 ms per haplotype against 0.22-0.24 at 16,000 samples (1 Mb),
     and 2.11 against 1.69 on a 4,000-site segment (BENCHMARKS.md, stop
-    53). index:
-    pbwt_index's arrays, of the sites right to left if `reverse` (its site
-    j is the queries' t - 1 - j)."""
+    53). index: pbwt_index's arrays, of the sites right to left if
+    `reverse` (its site j is the queries' t - 1 - j)."""
     order, allele_words, word_zeros = index
     n, t, n_queries = order.shape[1], queries.shape[0], len(columns)
     place = np.zeros(n_queries, dtype=np.int64)
@@ -683,9 +682,10 @@ def _kept_posterior(segments, kept, posterior, lo):
     of the states whose segment there is `kept`, walked down the kept
     segments' columns. They hold a small part of the posterior: at 16,000
     samples, 133,000 of a haplotype's cells on a 4,000-site segment of 10
-    Mb, against 296,000 in the skipped segments of states kept elsewhere,
-    whose walk, with one masked pass over the rows for the states skipped
-    everywhere, took 0.8 of the records' 1.5 ms (BENCHMARKS.md, stop 53)."""
+    Mb, against 296,000 in the skipped segments of states kept elsewhere.
+    Summing the skipped ones instead (those, and a masked pass over every
+    row for the states skipped everywhere) took 0.8 of the records' 1.5 ms
+    per haplotype there (BENCHMARKS.md, stop 53)."""
     rows = posterior.shape[0]
     out = np.zeros(rows, dtype=np.float32)
     for e in range(segments.shape[1]):
@@ -921,8 +921,9 @@ class ContigModel:
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
         """(forward index, backward index, alleles (H, words of sites:
-        _packed_by_haplotype), untyped tables) of the segment's typed sites [first, last), numbered from
-        first, and of untyped records start..stop - 1. The index is built
+        _packed_by_haplotype), untyped tables) of the segment's typed sites
+        [first, last), numbered from first, and of untyped records
+        start..stop - 1. The index is built
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
         contig's index and alleles take 4.4 bytes per typed site and
