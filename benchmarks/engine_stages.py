@@ -1,8 +1,9 @@
 """The copying engine's stages timed one by one, per target haplotype, on
 one thread: the PBWT walks (SELECTION_GROUP haplotypes together, as the
-engine groups them), then for each haplotype its composite states, their alleles,
-the forward-backward and the untyped records. Where the engine's time goes
-at each panel size (`engine_time.py` times the whole of it).
+engine groups them), then for each haplotype its composite states, their
+alleles, the forward-backward and the untyped records, both over the whole
+segment (the engine keeps the posteriors of its core). Where the engine's
+time goes at each panel size (`engine_time.py` times the whole of it).
 
     python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS [SEGMENT]]
 
