@@ -410,16 +410,20 @@ def _swap_pairs(a, b, c, d, e, f, g, h, shift, mask):
 
 
 @nb.njit(cache=True, inline="always")
+def _swap_within(x, shift, mask):
+    """x with the bits that `mask` covers exchanged for those `shift` above them."""
+    t = ((x >> shift) ^ x) & mask
+    return x ^ t ^ (t << shift)
+
+
+@nb.njit(cache=True, inline="always")
 def _transpose_bits(x):
     """The 8 x 8 bit matrix x (bit 8 r + c its row r, column c)
     transposed, in three rounds that swap 2 x 2, then 4 x 4, then 8 x 8
     blocks' off-diagonal quarters (Warren, Hacker's Delight, 7-3)."""
-    t = ((x >> _SEVEN) ^ x) & _BITS_2X2
-    x ^= t ^ (t << _SEVEN)
-    t = ((x >> _FOURTEEN) ^ x) & _BITS_4X4
-    x ^= t ^ (t << _FOURTEEN)
-    t = ((x >> _TWENTY_EIGHT) ^ x) & _BITS_8X8
-    return x ^ t ^ (t << _TWENTY_EIGHT)
+    x = _swap_within(x, _SEVEN, _BITS_2X2)
+    x = _swap_within(x, _FOURTEEN, _BITS_4X4)
+    return _swap_within(x, _TWENTY_EIGHT, _BITS_8X8)
 
 
 _ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
