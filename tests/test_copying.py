@@ -114,7 +114,8 @@ def test_packed_haplotypes_hold_site_j_in_bit_j_mod_64_of_word_j_div_64(t, n):
     sites = np.arange(t)
     bits = (packed[:, sites // 64] >> (sites % 64).astype(np.uint64)) & np.uint64(1)
     assert np.array_equal(bits, alleles.T)
-    assert not (packed[:, -1] >> np.uint64(t % 64)).any() if t % 64 else True  # no site past the last
+    if t % 64:  # no site past the last
+        assert not (packed[:, -1] >> np.uint64(t % 64)).any()
 
 
 def test_bit_transpose_is_the_transpose_of_the_8_x_8_bit_matrix():
