@@ -133,6 +133,13 @@ class CopyingSettings:
     # 1,400, 1% more in MAF 0.001-0.005. With them 10,020 targets against 4,000 samples took Beagle's wall time
     # (BENCHMARKS.md)
     large_states_from: int = 4000
+    # from more_neighbours_from haplotypes, twice the neighbours and twice the states again (32 and 1,600 by
+    # default). Held out over six seeds at 63,400 haplotypes, where genimpute was level with Beagle in MAF
+    # 0.001-0.01, 1-3% less error from MAF 0.001 but in 0.1-0.2; over eight at 31,400, 2% less in three bins, where
+    # genimpute's error was already 7-30% below Beagle's and the doubled engine time would have taken a further
+    # target's cost over 10 Mb from 0.57 to about 0.9 of Beagle's; at 7,400, within 1% either way. Either change
+    # alone moved no bin by 2% (BENCHMARKS.md)
+    more_neighbours_from: int = 48000
     # states of a second, wider pass whose P(alt) is averaged with the first's (0: none), doubled from
     # large_states_from as max_states (measured before that doubling: 800 from 32 neighbours beside 400 from 16)
     wide_states: int = 0
@@ -166,8 +173,9 @@ class CopyingSettings:
         """(neighbours, states) of each forward-backward pass whose P(alt)
         are averaged, in a panel of n_haplotypes."""
         more = 2 if n_haplotypes >= self.large_states_from else 1
+        wider = 2 if n_haplotypes >= self.more_neighbours_from else 1
         wide = ((self.wide_neighbours, more * self.wide_states),) if self.wide_states else ()
-        return ((self.neighbours, more * self.max_states),) + wide
+        return ((wider * self.neighbours, wider * more * self.max_states),) + wide
 
     def __post_init__(self):
         for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),

@@ -634,19 +634,24 @@ def test_the_switch_rate_is_li_and_stephens_bounded_per_typed_site(n_haplotypes,
         assert switch_cm == pytest.approx(li_stephens_cm, rel=0.001)
 
 
-@pytest.mark.parametrize("n_haplotypes, states", [(1_982, 400), (3_999, 400), (4_000, 800), (64_000, 800)])
-def test_large_panels_get_twice_the_states(n_haplotypes, states):
+@pytest.mark.parametrize("n_haplotypes, neighbours, states",
+                         [(1_982, 16, 400), (3_999, 16, 400), (4_000, 16, 800), (47_999, 16, 800),
+                          (48_000, 32, 1600), (64_000, 32, 1600)])
+def test_large_panels_get_more_states_and_neighbours(n_haplotypes, neighbours, states):
+    """The wide pass, off by default, doubles its states with the first
+    pass's from large_states_from, not from more_neighbours_from."""
     settings = CopyingSettings(wide_states=100)
-    assert settings.passes(n_haplotypes) == ((16, states), (32, states // 4))
+    wide_states = 200 if n_haplotypes >= 4_000 else 100
+    assert settings.passes(n_haplotypes) == ((neighbours, states), (32, wide_states))
 
 
 def test_the_engine_takes_its_states_from_the_panels_size():
     alleles = np.random.default_rng(3).integers(0, 2, (300, 20)).astype(np.uint8)
     typed = np.zeros(300, dtype=bool)
     typed[::3] = True
-    for large_from, states in ((21, 400), (20, 800)):
-        model = ContigModel(_panel(alleles), 0, typed, CopyingSettings(large_states_from=large_from))
-        assert model.passes.tolist() == [[16, states]]
+    for large_from, more_from, expected in ((21, 21, [16, 400]), (20, 21, [16, 800]), (20, 20, [32, 1600])):
+        settings = CopyingSettings(large_states_from=large_from, more_neighbours_from=more_from)
+        assert ContigModel(_panel(alleles), 0, typed, settings).passes.tolist() == [expected]
 
 
 def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
