@@ -1,6 +1,6 @@
 """The copying engine's stages timed one by one, per target haplotype, on
-one thread: the PBWT walks (SELECTION_GROUP haplotypes together, as the
-engine groups them), then for each haplotype its composite states, their
+one thread: the PBWT walks (copying.selection_group's haplotypes
+together, as the engine groups them on one thread), then for each haplotype its composite states, their
 alleles, the forward-backward and the untyped records, both over the whole
 segment (the engine keeps the posteriors of its core). Where the engine's
 time goes at each panel size (`engine_time.py` times the whole of it).
@@ -49,11 +49,11 @@ def main() -> None:
     neighbours, max_states = model.passes[0]  # the engine's first (by default only) pass
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}
+    group = copying.selection_group(n, sites, int(neighbours), 1)
     sightings = np.concatenate([  # in the engine's groups
         timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries,
-              np.arange(start, min(n, start + copying.SELECTION_GROUP)), neighbours,
-              np.full(min(n - start, copying.SELECTION_GROUP), -1, dtype=np.int64))
-        for start in range(0, n, copying.SELECTION_GROUP)])
+              np.arange(start, min(n, start + group)), neighbours, np.full(min(n - start, group), -1, dtype=np.int64))
+        for start in range(0, n, group)])
     slot_of = np.full(panel.n_haplotypes, -1, dtype=np.int32)
     capacity = sightings.shape[1] * sightings.shape[2] + max_states
     buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)

@@ -65,9 +65,11 @@ import numpy as np
 from genimpute.config import CopyingSettings
 from genimpute.panel import packed_blocks
 
-# queries whose states are chosen together (_walk); their sightings take 128 x sites x 4 neighbours int32 per
-# thread (131 MB at 4,000 sites)
+# queries whose states are chosen together (_walk), at most; their sightings take 128 x sites x 4 neighbours
+# int32 per thread (131 MB at 4,000 sites and 16 neighbours), and a group is made smaller where they would
+# take more than SIGHTINGS_BYTES (with 32 neighbours, from 48,000 haplotypes: half as many)
 SELECTION_GROUP = 128
+SIGHTINGS_BYTES = 1 << 27
 # The sweeps' sums over states may be reordered (vectorised): half the
 # forward-backward's time, P(alt) within 0.002 (mean 3e-8) of the strict
 # order on the 1,000-sample, 1,000-target job. Not the NaN/inf assumptions:
@@ -782,9 +784,18 @@ def switch_probabilities(jump_cm, switch_cm):
     return -np.expm1(-jump_cm / switch_cm)
 
 
+def selection_group(n_queries: int, n_sites: int, neighbours: int, n_threads: int) -> int:
+    """How many queries choose their states together: SELECTION_GROUP, fewer
+    where their sightings (4 neighbours int32 per query and site) would
+    take more than SIGHTINGS_BYTES, and fewer where a small cohort would
+    leave a thread without a group. No query's output depends on it."""
+    fitting = SIGHTINGS_BYTES // max(1, 16 * neighbours * n_sites)
+    return max(1, min(SELECTION_GROUP, fitting, -(-n_queries // n_threads)))
+
+
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_words, core_first, core_last,
-                    jump_cm, passes, switch_cm, error, floor, untyped, n_threads):
+                    jump_cm, passes, switch_cm, error, floor, untyped, size):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
     haplotypes (queries (t, Q) int8, the segment's typed sites) at the
     untyped records of untyped[0] (none if it is empty) and at the typed
@@ -792,13 +803,12 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     mean over `passes` (P, 2) int64, each a forward-backward over the
     composite states from (neighbours, max states). The typed output spans
     the core, not the contig: (Q, t) for every segment cost 0.5 GB and its
-    filling for a batch of 1,000 samples on a contig of 60,000 typed sites."""
+    filling for a batch of 1,000 samples on a contig of 60,000 typed sites.
+    Queries choose their states in groups of `size` (selection_group)."""
     n_queries, n_haplotypes, last = queries.shape[1], haplotype_words.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
     typed_out = np.full((n_queries, core_last - core_first), np.nan, dtype=np.float32)
     jump_rate = switch_probabilities(jump_cm, switch_cm)
-    # groups small enough that a small cohort still keeps every thread busy
-    size = max(1, min(SELECTION_GROUP, (n_queries + n_threads - 1) // n_threads))
     for group in nb.prange((n_queries + size - 1) // size):
         start, stop = group * size, min(n_queries, (group + 1) * size)
         columns = np.arange(start, stop)
@@ -923,7 +933,8 @@ class ContigModel:
                                segment.core_first - first, segment.core_last - first,
                                self.jump_cm[first:segment.last - 1], self.passes,
                                self.switch_cm, s.error, np.float32(s.posterior_floor), untyped_records,
-                               nb.get_num_threads())
+                               selection_group(queries.shape[1], segment.last - first, int(self.passes[:, 0].max()),
+                                               nb.get_num_threads()))
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
         """(forward index, backward index, alleles (H, words of sites:

@@ -713,3 +713,13 @@ def test_the_engine_frees_a_contigs_index_when_it_moves_to_the_next(tmp_path):
     engine.probabilities(second, slice(0, 4))
     assert engine.models[0]._index_of == engine.models[0]._tables_of == (None, None)
     np.testing.assert_array_equal(engine.probabilities(first, slice(0, 4)), before)  # built again, alike
+
+
+def test_a_selection_group_is_cut_to_keep_its_sightings_within_bounds():
+    from genimpute.copying import SELECTION_GROUP, SIGHTINGS_BYTES, selection_group
+
+    assert selection_group(10_000, 4_000, 16, 2) == SELECTION_GROUP  # 131 MB at 16 neighbours: fits
+    halved = selection_group(10_000, 4_000, 32, 2)
+    assert halved * 4_000 * 4 * 32 * 4 <= SIGHTINGS_BYTES < (halved + 1) * 4_000 * 4 * 32 * 4
+    assert selection_group(10, 4_000, 16, 4) == 3  # a small cohort: every thread a group
+    assert selection_group(1, 10**9, 64, 1) == 1
