@@ -1,7 +1,8 @@
 """The copying engine's stages timed one by one, per target haplotype, on
 one thread: the PBWT walks (copying.selection_group's haplotypes
-together, as the engine groups them on one thread), then for each haplotype its composite states, their
-alleles, the forward-backward and the untyped records, both over the whole
+together, as the engine groups them on one thread), then for each
+haplotype its composite states, their alleles, the forward-backward and
+the untyped records, both over the whole
 segment (the engine keeps the posteriors of its core). Where the engine's
 time goes at each panel size (`engine_time.py` times the whole of it).
 

@@ -67,7 +67,7 @@ from genimpute.panel import packed_blocks
 
 # queries whose states are chosen together (_walk), at most; their sightings take 128 x sites x 4 neighbours
 # int32 per thread (131 MB at 4,000 sites and 16 neighbours), and a group is made smaller where they would
-# take more than SIGHTINGS_BYTES (with 32 neighbours, from 48,000 haplotypes: half as many)
+# take more than SIGHTINGS_BYTES (64 at 4,000 sites and 32 neighbours, as from 48,000 haplotypes)
 SELECTION_GROUP = 128
 SIGHTINGS_BYTES = 1 << 27
 # The sweeps' sums over states may be reordered (vectorised): half the
@@ -790,7 +790,7 @@ def selection_group(n_queries: int, n_sites: int, neighbours: int, n_threads: in
     take more than SIGHTINGS_BYTES, and fewer where a small cohort would
     leave a thread without a group. No query's output depends on it."""
     fitting = SIGHTINGS_BYTES // max(1, 16 * neighbours * n_sites)
-    return max(1, min(SELECTION_GROUP, fitting, -(-n_queries // n_threads)))
+    return max(1, min(SELECTION_GROUP, fitting, (n_queries + n_threads - 1) // n_threads))
 
 
 @nb.njit(cache=True, parallel=True)
