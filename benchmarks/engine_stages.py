@@ -2,9 +2,9 @@
 one thread: the PBWT walks (copying.selection_group's haplotypes
 together, as the engine groups them on one thread), then for each
 haplotype its composite states, their alleles, the forward-backward and
-the untyped records, both over the whole
-segment (the engine keeps the posteriors of its core). Where the engine's
-time goes at each panel size (`engine_time.py` times the whole of it).
+the untyped records, both over the whole segment (the engine keeps the
+posteriors of its core). Where the engine's time goes at each panel size
+(`engine_time.py` times the whole of it).
 
     python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS [SEGMENT]]
 
