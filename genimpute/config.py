@@ -179,7 +179,8 @@ class CopyingSettings:
 
     def __post_init__(self):
         for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),
-                          ("segment_sites", 1), ("margin_sites", 0)):
+                          ("segment_sites", 1), ("margin_sites", 0), ("large_states_from", 0),
+                          ("more_neighbours_from", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
         if not 0 < self.site_switch <= 1:

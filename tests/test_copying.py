@@ -610,7 +610,8 @@ def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):
 
 @pytest.mark.parametrize("bad", [{"ne": 0}, {"ne": -5.0}, {"error": 0.5}, {"neighbours": 0}, {"max_states": 0},
                                  {"wide_neighbours": 0}, {"wide_states": -1}, {"site_switch": 0},
-                                 {"site_switch": 1.5}, {"posterior_floor": -1e-5}, {"posterior_floor": 1.0}])
+                                 {"site_switch": 1.5}, {"posterior_floor": -1e-5}, {"posterior_floor": 1.0},
+                                 {"large_states_from": -1}, {"more_neighbours_from": -48000}])
 def test_copying_settings_refuse_values_that_break_the_model(bad):
     with pytest.raises(ValueError, match="expected"):
         CopyingSettings(**bad)
