@@ -868,6 +868,7 @@ class ContigModel:
         site_cm = (self.typed_cm[-1] - self.typed_cm[0]) / (len(self.typed_cm) - 1) if len(self.typed_cm) > 1 else 0.0
         self.switch_cm = settings.switch_cm(panel.n_haplotypes, site_cm)
         self.passes = np.array(settings.passes(panel.n_haplotypes), dtype=np.int64)
+        self.core_sites = settings.core_sites(panel.n_haplotypes)
         # gap of each untyped record: typed sites before it, less one (-1: before the first)
         gap = np.searchsorted(self.typed_rows, self.untyped_rows) - 1
         self.gap_bounds = np.searchsorted(gap, np.arange(-1, len(self.typed_rows) + 1))  # (t + 2,)
@@ -883,7 +884,7 @@ class ContigModel:
 
     def segments(self, with_untyped_only: bool = True) -> list[Segment]:
         """The contig's segments, in order; only those with untyped records by default."""
-        t, size = len(self.typed_rows), self.settings.segment_sites
+        t, size = len(self.typed_rows), self.core_sites
         segments = []
         for core_first in range(0, t, size):
             core_last = min(t, core_first + size)
@@ -897,7 +898,7 @@ class ContigModel:
         """[first, last) of the typed sites a forward-backward over the core
         reads: margin_sites either side, and all those within margin_switches
         of the copying model's switches (in cM) of the core's ends, up to
-        half a segment's sites either side (a segment's index and sweeps
+        half a core's sites either side (a segment's index and sweeps
         grow with its sites). A seam between segments cut the model off
         from sites it would still weigh: on 300 held-out samples of a 3 Mb,
         16,000-sample panel, 200 sites either side (0.5 cM; the model
@@ -906,7 +907,7 @@ class ContigModel:
         (BENCHMARKS.md)."""
         s, cm = self.settings, self.typed_cm
         reach = s.margin_switches * self.switch_cm
-        most = max(s.margin_sites, s.segment_sites // 2)
+        most = max(s.margin_sites, self.core_sites // 2)
         first = min(core_first - s.margin_sites, int(np.searchsorted(cm, cm[core_first] - reach, side="left")))
         last = max(core_last + s.margin_sites, int(np.searchsorted(cm, cm[core_last - 1] + reach, side="right")))
         return max(0, first, core_first - most), min(len(cm), last, core_last + most)

@@ -655,6 +655,20 @@ def test_the_engine_takes_its_states_from_the_panels_size():
         assert ContigModel(_panel(alleles), 0, typed, settings).passes.tolist() == [expected]
 
 
+def test_large_panels_get_segments_twice_as_long_and_margins_with_them():
+    """From more_neighbours_from haplotypes each forward-backward imputes
+    twice segment_sites typed sites, and its margins reach half of that."""
+    alleles = np.random.default_rng(5).integers(0, 2, (3000, 20)).astype(np.uint8)
+    typed = np.zeros(3000, dtype=bool)
+    typed[::3] = True  # 1,000 typed sites
+    for more_from, core in ((21, 100), (20, 200)):
+        settings = CopyingSettings(segment_sites=100, margin_sites=10, ne=1e-3, more_neighbours_from=more_from)
+        segments = ContigModel(_panel(alleles), 0, typed, settings).segments()
+        assert [s.core_first for s in segments] == list(range(0, 1000, core))
+        assert [(s.first, s.last) for s in segments] == [(max(0, c - core // 2), min(1000, c + core + core // 2))
+                                                         for c in range(0, 1000, core)]
+
+
 def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
     result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--ne", "0",
                   "--out", str(tmp_path / "out.vcf.gz")], ok=False)
