@@ -138,7 +138,7 @@ class CopyingSettings:
     # 0.001-0.01, 1-3% less error from MAF 0.001 but in 0.1-0.2; over eight at 31,400, 2% less in three bins, where
     # genimpute's error was already 7-30% below Beagle's and the doubled engine time would have taken a further
     # target's cost over 10 Mb from 0.57 to about 0.9 of Beagle's; at 7,400, within 1% either way. Either change
-    # alone moved no bin by 2% (BENCHMARKS.md)
+    # alone moved no bin by 2% (BENCHMARKS.md). Segments twice as long from there too (segment_sites)
     more_neighbours_from: int = 48000
     # states of a second, wider pass whose P(alt) is averaged with the first's (0: none), doubled from
     # large_states_from as max_states (measured before that doubling: 800 from 32 neighbours beside 400 from 16)
@@ -165,7 +165,8 @@ class CopyingSettings:
     segment_sites: int = 2000
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads, at least
     # ... and as many more as the copying model switches this many times across, on average (switch_cm), up to
-    # half core_sites: the fewer its switches, the farther the sites it weighs, which a larger panel pushes out
+    # half the core's sites (core_sites): the fewer its switches, the farther the sites it weighs, which a larger
+    # panel pushes out
     margin_switches: float = 2.0
 
     def switch_cm(self, n_haplotypes: int, site_cm: float) -> float:
