@@ -61,7 +61,7 @@ def tiled_panel(panel: ReferencePanel, copies: int) -> ReferencePanel:
         contig_index=np.tile(panel.contig_index, copies),
         positions=np.tile(panel.positions, copies) + offsets * shift,
         centimorgans=np.tile(panel.centimorgans, copies) + offsets * shift * cm_per_bp,
-        ids=[f"{i}_{c}" for c in range(copies) for i in panel.ids],  # IDs stay unique
+        ids=[i if i == "." else f"{i}_{c}" for c in range(copies) for i in panel.ids],  # no copy takes another's
         refs=panel.refs * copies, alts=panel.alts * copies,
         alt_freq=np.tile(panel.alt_freq, copies),
         packed=TiledRows(panel.packed[:], copies),
