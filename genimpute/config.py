@@ -180,13 +180,18 @@ class CopyingSettings:
         """(neighbours, states) of each forward-backward pass whose P(alt)
         are averaged, in a panel of n_haplotypes."""
         more = 2 if n_haplotypes >= self.large_states_from else 1
-        wider = 2 if n_haplotypes >= self.more_neighbours_from else 1
+        wider = self._widened(n_haplotypes)
         wide = ((self.wide_neighbours, more * self.wide_states),) if self.wide_states else ()
         return ((wider * self.neighbours, wider * more * self.max_states),) + wide
 
     def core_sites(self, n_haplotypes: int) -> int:
         """Typed sites each forward-backward imputes in a panel of n_haplotypes."""
-        return self.segment_sites * (2 if n_haplotypes >= self.more_neighbours_from else 1)
+        return self.segment_sites * self._widened(n_haplotypes)
+
+    def _widened(self, n_haplotypes: int) -> int:
+        """2 from more_neighbours_from haplotypes, else 1: one threshold
+        doubles the neighbours, the states and the segments together."""
+        return 2 if n_haplotypes >= self.more_neighbours_from else 1
 
     def __post_init__(self):
         for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),

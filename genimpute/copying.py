@@ -1,8 +1,9 @@
 """The copying engine: a Li and Stephens hidden Markov model run once per
 target haplotype along all the typed sites of a segment (2,000 by default,
-4,000 from 48,000 haplotypes: CopyingSettings.core_sites), over states chosen for that haplotype by positional BWTs of the panel
-(Durbin 2014), as IMPUTE5 finds its copying states, and kept in
-composite states, as Beagle 5 keeps its reference haplotypes.
+4,000 from 48,000 haplotypes: CopyingSettings.core_sites), over states
+chosen for that haplotype by positional BWTs of the panel (Durbin 2014),
+as IMPUTE5 finds its copying states, and kept in composite states, as
+Beagle 5 keeps its reference haplotypes.
 
 Why not per window: a window's context is chosen on its few hundred typed
 sites, and in a panel of thousands of samples many haplotypes match a
