@@ -98,10 +98,11 @@ def main() -> None:
         raise SystemExit(f"copies: expected at least 1; found {args.copies}")
     args.out.mkdir(parents=True, exist_ok=True)
     panel = ReferencePanel.load(args.panel)
+    shift = span(panel.positions)
     tiled_panel(panel, args.copies).save(args.out / "panel.gpanel")
-    tile_targets(args.targets, args.out / "targets.vcf.gz", args.copies, span(panel.positions))
+    tile_targets(args.targets, args.out / "targets.vcf.gz", args.copies, shift)
     print(f"{args.copies} copies of {len(panel)} records, {panel.n_haplotypes} haplotypes, "
-          f"{span(panel.positions) * args.copies / 1e6:.1f} Mb: {args.out}")
+          f"{shift * args.copies / 1e6:.1f} Mb: {args.out}")
 
 
 if __name__ == "__main__":
