@@ -80,18 +80,22 @@ PACKED_BLOCK = 32 << 20  # bytes of packed panel records read at a time to list 
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 
 
-def pbwt_index(alleles: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(order, allele_words, word_zeros) of a PBWT over the sites of alleles
-    (t, H) uint8, right to left if `reverse` (the index's site j is then
-    alleles' t - 1 - j). order (t+1, H): order[j] the haplotypes sorted by
-    their reversed alleles before site j. allele_words (t, H // 64 + 1)
-    uint64: bit k of word w of row j the allele at site j of order[j, 64 w
-    + k]; word_zeros (t, H // 64 + 1): the 0 alleles at site j among
-    order[j, :64 w]. _zeros_before counts from the two what a (t, H + 1)
-    table of counts would hold: each direction takes 2.2 bytes per site and
-    haplotype up to 65,534 haplotypes (32,767 samples; order and word_zeros
-    uint16) and 4.2 beyond (int32), where such a table and the copy of the
-    alleles its walk read took 5 and 9."""
+def pbwt_index(alleles: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, ...]:
+    """(order_low, order_high, allele_words, word_zeros) of a PBWT over
+    the sites of alleles (t, H) uint8, right to left if `reverse` (the
+    index's site j is then alleles' t - 1 - j). The order (t+1, H):
+    order[j] the haplotypes sorted by their reversed alleles before site
+    j, read with _order_at: the low 16 bits of order[j, i] in order_low
+    (t+1, H) uint16, the rest packed in order_high (t+1, ceil(H b / 8))
+    uint8, b = _high_bits(H) bits for each (b = 0 up to 65,536
+    haplotypes). allele_words (t, H // 64 + 1) uint64: bit k of word w of
+    row j the allele at site j of order[j, 64 w + k]; word_zeros (t, H //
+    64 + 1): the 0 alleles at site j among order[j, :64 w]. _zeros_before
+    counts from the two what a (t, H + 1) table of counts would hold. Each
+    direction takes 2.2 bytes per site and haplotype up to 65,536
+    haplotypes (32,768 samples), 2.3 up to 131,072 and 2.4 up to 262,144
+    (TOPMed's 97,000 samples), where a 32-bit order would take 4.2: the
+    index is most of the engine's memory at large panels."""
     index = _empty_index(*alleles.shape)
     _fill_pbwt(alleles, reverse, *index)
     return index
@@ -107,34 +111,76 @@ def pbwt_indexes(alleles: np.ndarray) -> tuple[tuple, tuple]:
     return forward, backward
 
 
-def _empty_index(t: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    dtype = np.uint16 if n < np.iinfo(np.uint16).max else np.int32
-    return (np.empty((t + 1, n), dtype=dtype), np.zeros((t, n // 64 + 1), dtype=np.uint64),
-            np.zeros((t, n // 64 + 1), dtype=dtype))
+MAX_HAPLOTYPES = 1 << 24  # the most an order's 16 + 8 bits number
 
 
-@nb.njit(cache=True, parallel=True)
-def _fill_both(alleles, order, allele_words, word_zeros, reverse_order, reverse_words, reverse_zeros):
-    for direction in nb.prange(2):
-        if direction == 0:
-            _fill_pbwt(alleles, False, order, allele_words, word_zeros)
-        else:
-            _fill_pbwt(alleles, True, reverse_order, reverse_words, reverse_zeros)
+def _high_bits(n: int) -> int:
+    """Bits above the low 16 that number n haplotypes: 0, 1, 2, 4 or 8 (a
+    whole number of them in a byte)."""
+    if n > MAX_HAPLOTYPES:
+        raise ValueError(f"PBWT index: expected at most {MAX_HAPLOTYPES:,} haplotypes; found {n:,}")
+    return next(b for b in (0, 1, 2, 4, 8) if n <= 1 << (16 + b))
+
+
+def _empty_index(t: int, n: int) -> tuple[np.ndarray, ...]:
+    words = n // 64 + 1
+    count_dtype = np.uint16 if n < np.iinfo(np.uint16).max else np.int32  # word_zeros holds counts up to n
+    return (np.empty((t + 1, n), dtype=np.uint16), np.zeros((t + 1, (n * _high_bits(n) + 7) // 8), dtype=np.uint8),
+            np.zeros((t, words), dtype=np.uint64), np.zeros((t, words), dtype=count_dtype))
 
 
 @nb.njit(cache=True)
-def _fill_pbwt(alleles, reverse, order, allele_words, word_zeros):
-    """pbwt_index's arrays (allele_words all 0), filled in."""
+def _high_width(order_low, order_high):
+    """b of a pbwt_index: its order_high rows take b H / 8 bytes, rounded up."""
+    return (8 * order_high.shape[1]) // max(1, order_low.shape[1])
+
+
+@nb.njit(cache=True)
+def _order_at(order_low, order_high, bits, j, i):
+    """order[j, i] of a pbwt_index (bits: _high_width): its low 16 bits,
+    and the high ones from bits b i .. b i + b - 1 of row j of order_high."""
+    h = np.int64(order_low[j, i])
+    if bits == 0:
+        return h
+    at = i * bits
+    return h | (np.int64(order_high[j, at >> 3] >> (at & 7)) & ((1 << bits) - 1)) << 16
+
+
+@nb.njit(cache=True)
+def _set_order_row(order_low, order_high, j, row):
+    """Write row (H,) as order[j] of a pbwt_index (order_high's row j zeros)."""
+    bits = _high_width(order_low, order_high)
+    for i in range(len(row)):
+        order_low[j, i] = row[i] & 0xFFFF
+        if bits:
+            at = i * bits
+            order_high[j, at >> 3] |= np.uint8((row[i] >> 16) << (at & 7))
+
+
+@nb.njit(cache=True, parallel=True)
+def _fill_both(alleles, order_low, order_high, allele_words, word_zeros,
+               reverse_low, reverse_high, reverse_words, reverse_zeros):
+    for direction in nb.prange(2):
+        if direction == 0:
+            _fill_pbwt(alleles, False, order_low, order_high, allele_words, word_zeros)
+        else:
+            _fill_pbwt(alleles, True, reverse_low, reverse_high, reverse_words, reverse_zeros)
+
+
+@nb.njit(cache=True)
+def _fill_pbwt(alleles, reverse, order_low, order_high, allele_words, word_zeros):
+    """pbwt_index's arrays (order_high, allele_words all 0), filled in. The
+    partition reads and writes two rows of whole numbers, each then stored split."""
     t, n = alleles.shape
-    for i in range(n):
-        order[0, i] = i
+    current, following = np.arange(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    _set_order_row(order_low, order_high, 0, current)
     for j in range(t):
         row = alleles[t - 1 - j if reverse else j]
         zeros = 0
         for i in range(n):
             if i & 63 == 0:
                 word_zeros[j, i >> 6] = zeros
-            if row[order[j, i]] == 0:
+            if row[current[i]] == 0:
                 zeros += 1
             else:
                 allele_words[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
@@ -142,13 +188,15 @@ def _fill_pbwt(alleles, reverse, order, allele_words, word_zeros):
             word_zeros[j, n >> 6] = zeros
         low, high = 0, zeros
         for i in range(n):
-            h = order[j, i]
+            h = current[i]
             if row[h] == 0:
-                order[j + 1, low] = h
+                following[low] = h
                 low += 1
             else:
-                order[j + 1, high] = h
+                following[high] = h
                 high += 1
+        current, following = following, current
+        _set_order_row(order_low, order_high, j + 1, current)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -221,8 +269,9 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
     and 2.11 against 1.69 on a 4,000-site segment (BENCHMARKS.md, stop
     53). index: pbwt_index's arrays, of the sites right to left if
     `reverse` (its site j is the queries' t - 1 - j)."""
-    order, allele_words, word_zeros = index
-    n, t, n_queries = order.shape[1], queries.shape[0], len(columns)
+    order_low, order_high, allele_words, word_zeros = index
+    n, t, n_queries = order_low.shape[1], queries.shape[0], len(columns)
+    bits = _high_width(order_low, order_high)
     place = np.zeros(n_queries, dtype=np.int64)
     alleles = np.empty(n_queries, dtype=np.int64)
     # the queries by place, kept sorted as the PBWT keeps the panel's haplotypes: a stable partition on the
@@ -245,7 +294,7 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
             out = sightings[g, site, offset:offset + 2 * neighbours]
             written = 0
             for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
-                h = order[j + 1, i]
+                h = _order_at(order_low, order_high, bits, j + 1, i)
                 if h // 2 != excluded[g]:
                     out[written] = h
                     written += 1
@@ -946,8 +995,8 @@ class ContigModel:
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
         contig's index and alleles take 4.4 bytes per typed site and
-        haplotype up to 32,767 samples, 8.5 beyond (5.7 GB for 40,000 sites
-        of 16,000 samples), a segment's a few percent of that.
+        haplotype up to 32,768 samples, 5.0 up to 131,072 (5.7 GB for 40,000
+        sites of 16,000 samples), a segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
         segment's take 0.5-0.9 s to build, which every batch would repeat,
         and about 0.1 GB (a few hundred records per Mb for each haplotype)."""

@@ -49,8 +49,16 @@ def _random_model(seed: int, m: int, h: int, typed_share: float):
 
 def _zeros_before_every_place(index, j: int) -> list:
     """_zeros_before at site j of a pbwt_index, for every place i = 0 .. H."""
-    order, words, word_zeros = index
-    return [_zeros_before(words, word_zeros, j, i) for i in range(order.shape[1] + 1)]
+    order_low, _, words, word_zeros = index
+    return [_zeros_before(words, word_zeros, j, i) for i in range(order_low.shape[1] + 1)]
+
+
+def _order_row(index, j: int, places=None) -> list:
+    """order[j, i] of a pbwt_index as the walk reads it, at `places` (default: all)."""
+    order_low, order_high = index[:2]
+    bits = copying._high_width(order_low, order_high)
+    places = range(order_low.shape[1]) if places is None else places
+    return [copying._order_at(order_low, order_high, bits, j, i) for i in places]
 
 
 @pytest.mark.parametrize("n_haplotypes", [50, 64, 129])  # a ragged last word, none, and one bit in it
@@ -59,30 +67,41 @@ def test_pbwt_orders_haplotypes_by_their_reversed_prefixes(n_haplotypes, reverse
     alleles = np.random.default_rng(0).integers(0, 2, (30, n_haplotypes)).astype(np.uint8)
     index = pbwt_index(alleles, reverse)
     sites = alleles[::-1] if reverse else alleles
-    order = index[0]
     for j in range(31):
         # sorted by allele j-1 first, then j-2, ..., ties by index
         expected = np.lexsort([np.arange(n_haplotypes), *sites[:j]])
-        assert order[j].tolist() == expected.tolist()
+        assert _order_row(index, j) == expected.tolist()
     for j in range(30):
-        in_order = sites[j, order[j]]
+        in_order = sites[j, _order_row(index, j)]
         assert _zeros_before_every_place(index, j) == [0, *np.cumsum(in_order == 0)]
-        bits = (index[1][j, np.arange(n_haplotypes) // 64] >> (np.arange(n_haplotypes) % 64).astype(np.uint64)) & 1
+        bits = (index[2][j, np.arange(n_haplotypes) // 64] >> (np.arange(n_haplotypes) % 64).astype(np.uint64)) & 1
         assert bits.tolist() == in_order.tolist()
 
 
-@pytest.mark.parametrize("n_haplotypes, dtype", [(65_534, np.uint16), (65_535, np.int32)])
-def test_pbwt_index_is_uint16_while_every_value_fits(n_haplotypes, dtype):
+@pytest.mark.parametrize("n_haplotypes, high_bits, count_dtype",
+                         [(65_534, 0, np.uint16), (65_536, 0, np.int32), (65_537, 1, np.int32), (131_073, 2, np.int32)])
+def test_pbwt_order_keeps_16_bits_and_packs_only_the_bits_the_panel_needs_above_them(n_haplotypes, high_bits,
+                                                                                     count_dtype):
     alleles = np.random.default_rng(1).integers(0, 2, (3, n_haplotypes)).astype(np.uint8)
     alleles[0] = 0  # the largest count of zeros, H, at the first site
     index = pbwt_index(alleles)
-    order, _, word_zeros = index
-    assert order.dtype == word_zeros.dtype == dtype
+    order_low, order_high, _, word_zeros = index
+    assert order_low.dtype == np.uint16 and word_zeros.dtype == count_dtype
+    assert order_high.shape == (4, -(-n_haplotypes * high_bits // 8))
+    # both ends, where the largest haplotypes gather at the last site, and places between
+    places = [*range(300), *np.random.default_rng(5).integers(0, n_haplotypes, 2000), *range(n_haplotypes - 300,
+                                                                                                n_haplotypes)]
     for j in range(4):
-        assert np.array_equal(order[j], np.lexsort([np.arange(n_haplotypes), *alleles[:j]]))
-    for j in range(3):
-        expected = np.concatenate([[0], np.cumsum(alleles[j, order[j]] == 0)])
-        assert np.array_equal(_zeros_before_every_place(index, j), expected)
+        expected = np.lexsort([np.arange(n_haplotypes), *alleles[:j]])
+        assert _order_row(index, j, places) == expected[places].tolist()
+    in_order = alleles[2, np.lexsort([np.arange(n_haplotypes), *alleles[:2]])]
+    expected = np.concatenate([[0], np.cumsum(in_order == 0)])
+    assert np.array_equal(_zeros_before_every_place(index, 2), expected)
+
+
+def test_pbwt_index_refuses_more_haplotypes_than_its_orders_number():
+    with pytest.raises(ValueError, match="expected at most 16,777,216 haplotypes; found 16,777,217"):
+        copying._high_bits(copying.MAX_HAPLOTYPES + 1)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
@@ -143,18 +162,20 @@ def test_states_alleles_are_each_slots_haplotypes_alleles_over_its_segments(n_st
     assert got.flags.c_contiguous and np.array_equal(got, expected)
 
 
-def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a_missing_call():
+@pytest.mark.parametrize("n_sites, n_haplotypes", [(40, 70), (6, 131_073)])  # two words of bits; 2 high bits
+def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a_missing_call(n_sites, n_haplotypes):
     rng = np.random.default_rng(2)
-    alleles = rng.integers(0, 2, (40, 70)).astype(np.uint8)  # 70 haplotypes: two words of bits
-    query = (alleles[:, 5] ^ (rng.random(40) < 0.1)).astype(np.int8)
+    alleles = rng.integers(0, 2, (n_sites, n_haplotypes)).astype(np.uint8)
+    query = (alleles[:, 5] ^ (rng.random(n_sites) < 0.1)).astype(np.int8)
     query[::6] = -1
     k = 3
     sightings = copying._sightings(pbwt_index(alleles), pbwt_index(alleles, reverse=True), query[:, None],
                                    np.arange(1), k, np.full(1, -1))[0]
-    orders = [np.lexsort([np.arange(70), *alleles[:j]]) for j in range(41)]  # by the reversed prefix, as tested above
+    # by the reversed prefix, as tested above
+    orders = [np.lexsort([np.arange(n_haplotypes), *alleles[:j]]) for j in range(n_sites + 1)]
     place = 0
-    for j in range(40):
-        call = query[j] if query[j] >= 0 else alleles[j, orders[j][min(place, 69)]]
+    for j in range(n_sites):
+        call = query[j] if query[j] >= 0 else alleles[j, orders[j][min(place, n_haplotypes - 1)]]
         in_order = alleles[j, orders[j]]
         below = int((in_order[:place] == 0).sum())
         place = below if call == 0 else int((in_order == 0).sum()) + place - below
