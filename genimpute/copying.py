@@ -80,10 +80,12 @@ PACKED_BLOCK = 32 << 20  # bytes of packed panel records read at a time to list 
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
 
 
-def pbwt_index(alleles: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, ...]:
+def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False) -> tuple[np.ndarray, ...]:
     """(order_low, order_high, allele_words, word_zeros) of a PBWT over
-    the sites of alleles (t, H) uint8, right to left if `reverse` (the
-    index's site j is then alleles' t - 1 - j). The order (t+1, H):
+    the sites of packed (t, ceil(H / 8)) uint8, H = n_haplotypes alleles
+    a row in np.packbits' order (the panel's records as it keeps them),
+    right to left if `reverse` (the index's site j is then packed's t - 1
+    - j). The order (t+1, H):
     order[j] the haplotypes sorted by their reversed alleles before site
     j, read with _order_at: the low 16 bits of order[j, i] in order_low
     (t+1, H) uint16, the rest packed in order_high (t+1, ceil(H b / 8))
@@ -96,18 +98,20 @@ def pbwt_index(alleles: np.ndarray, reverse: bool = False) -> tuple[np.ndarray, 
     haplotypes (32,768 samples), 2.3 up to 131,072 and 2.4 up to 262,144
     (TOPMed's 97,000 samples), where a 32-bit order would take 4.2: the
     index is most of the engine's memory at large panels."""
-    index = _empty_index(*alleles.shape)
-    _fill_pbwt(alleles, reverse, *index)
+    index = _empty_index(len(packed), n_haplotypes)
+    _fill_pbwt(packed, reverse, *index)
     return index
 
 
-def pbwt_indexes(alleles: np.ndarray) -> tuple[tuple, tuple]:
-    """(pbwt_index(alleles), pbwt_index(alleles, reverse=True)), built side
-    by side on two threads where there are two: each is one walk over every
-    site and haplotype, which does not split across threads as it stands
-    (at 16,000 samples over 10 Mb, the two took 3.3 s one after the other)."""
-    forward, backward = _empty_index(*alleles.shape), _empty_index(*alleles.shape)
-    _fill_both(alleles, *forward, *backward)
+def pbwt_indexes(packed: np.ndarray, n_haplotypes: int) -> tuple[tuple, tuple]:
+    """(pbwt_index(packed, H), pbwt_index(packed, H, reverse=True)), built
+    side by side on two threads where there are two: each is one walk over
+    every site and haplotype, which does not split across threads as it
+    stands (at 16,000 samples over 10 Mb, the two took 3.3 s one after the
+    other). Built from the packed records, not their alleles as bytes,
+    which would take 1.2 GB more for a 6,000-site segment at 100,000 samples."""
+    forward, backward = _empty_index(len(packed), n_haplotypes), _empty_index(len(packed), n_haplotypes)
+    _fill_both(packed, *forward, *backward)
     return forward, backward
 
 
@@ -157,30 +161,36 @@ def _set_order_row(order_low, order_high, j, row):
             order_high[j, at >> 3] |= np.uint8((row[i] >> 16) << (at & 7))
 
 
+@nb.njit(cache=True)
+def _allele(packed_row, h):
+    """The allele of haplotype h in a record packed in np.packbits' order (the highest bit first)."""
+    return (packed_row[h >> 3] >> (7 - (h & 7))) & 1
+
+
 @nb.njit(cache=True, parallel=True)
-def _fill_both(alleles, order_low, order_high, allele_words, word_zeros,
+def _fill_both(packed, order_low, order_high, allele_words, word_zeros,
                reverse_low, reverse_high, reverse_words, reverse_zeros):
     for direction in nb.prange(2):
         if direction == 0:
-            _fill_pbwt(alleles, False, order_low, order_high, allele_words, word_zeros)
+            _fill_pbwt(packed, False, order_low, order_high, allele_words, word_zeros)
         else:
-            _fill_pbwt(alleles, True, reverse_low, reverse_high, reverse_words, reverse_zeros)
+            _fill_pbwt(packed, True, reverse_low, reverse_high, reverse_words, reverse_zeros)
 
 
 @nb.njit(cache=True)
-def _fill_pbwt(alleles, reverse, order_low, order_high, allele_words, word_zeros):
+def _fill_pbwt(packed, reverse, order_low, order_high, allele_words, word_zeros):
     """pbwt_index's arrays (order_high, allele_words all 0), filled in. The
     partition reads and writes two rows of whole numbers, each then stored split."""
-    t, n = alleles.shape
+    t, n = len(packed), order_low.shape[1]
     current, following = np.arange(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     _set_order_row(order_low, order_high, 0, current)
     for j in range(t):
-        row = alleles[t - 1 - j if reverse else j]
+        row = packed[t - 1 - j if reverse else j]
         zeros = 0
         for i in range(n):
             if i & 63 == 0:
                 word_zeros[j, i >> 6] = zeros
-            if row[current[i]] == 0:
+            if _allele(row, current[i]) == 0:
                 zeros += 1
             else:
                 allele_words[j, i >> 6] |= np.uint64(1) << np.uint64(i & 63)
@@ -189,7 +199,7 @@ def _fill_pbwt(alleles, reverse, order_low, order_high, allele_words, word_zeros
         low, high = 0, zeros
         for i in range(n):
             h = current[i]
-            if row[h] == 0:
+            if _allele(row, h) == 0:
                 following[low] = h
                 low += 1
             else:
@@ -216,25 +226,25 @@ def _transposed(alleles):
     return out
 
 
-def _packed_by_haplotype(alleles: np.ndarray) -> np.ndarray:
-    """alleles (t, H) 0/1 as (H, ceil(t / 64)) uint64, site j bit j % 64
-    of word j // 64: the table the states' alleles are gathered from
-    (_state_alleles), an eighth of a byte per allele's."""
-    return _transposed(_packed_sites(alleles)).view(np.uint64)
+def _packed_by_haplotype(packed: np.ndarray, n_haplotypes: int) -> np.ndarray:
+    """The alleles of packed (t, ceil(H / 8)) records (as pbwt_index reads
+    them) as (H, ceil(t / 64)) uint64, site j bit j % 64 of word j // 64:
+    the table the states' alleles are gathered from (_state_alleles)."""
+    return _transposed(_packed_sites(packed, n_haplotypes)).view(np.uint64)
 
 
 @nb.njit(cache=True, parallel=True)
-def _packed_sites(alleles):
-    """(8 ceil(t / 64), H) uint8: alleles (t, H) 0/1 with sites 8 r ..
-    8 r + 7 in the bits of row r, site j bit j % 8 (the rows past the last
-    site 0)."""
-    t, n = alleles.shape
+def _packed_sites(packed, n):
+    """(8 ceil(t / 64), n) uint8: the alleles of packed (t, ceil(n / 8))
+    records with sites 8 r .. 8 r + 7 in the bits of row r, site j bit j %
+    8 (the rows past the last site 0)."""
+    t = len(packed)
     out = np.zeros((8 * ((t + 63) // 64), n), dtype=np.uint8)
     for row in nb.prange((t + 7) // 8):
         for j in range(8 * row, min(t, 8 * row + 8)):
             bit = np.uint8(j & 7)
             for h in range(n):
-                out[row, h] |= alleles[j, h] << bit
+                out[row, h] |= np.uint8(_allele(packed[j], h)) << bit
     return out
 
 
@@ -1012,8 +1022,8 @@ class ContigModel:
     def _index(self, first: int, last: int) -> tuple:
         """PBWT indexes of typed sites [first, last) left to right and right
         to left, and their alleles haplotype by haplotype in bits (_packed_by_haplotype)."""
-        alleles = np.ascontiguousarray(self.panel.haplotypes(self.typed_rows[first:last]))
-        return *pbwt_indexes(alleles), _packed_by_haplotype(alleles)
+        packed, n = np.ascontiguousarray(self.panel.packed[self.typed_rows[first:last]]), self.panel.n_haplotypes
+        return *pbwt_indexes(packed, n), _packed_by_haplotype(packed, n)
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:

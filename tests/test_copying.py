@@ -47,6 +47,16 @@ def _random_model(seed: int, m: int, h: int, typed_share: float):
     return rng, alleles, typed, model, segment
 
 
+def _index(alleles: np.ndarray, reverse: bool = False) -> tuple:
+    """pbwt_index of alleles (t, H) 0/1, packed as the panel keeps its records."""
+    return pbwt_index(np.packbits(alleles, axis=1), alleles.shape[1], reverse)
+
+
+def _by_haplotype(alleles: np.ndarray) -> np.ndarray:
+    """_packed_by_haplotype of alleles (t, H) 0/1, packed as the panel keeps its records."""
+    return _packed_by_haplotype(np.packbits(alleles, axis=1), alleles.shape[1])
+
+
 def _zeros_before_every_place(index, j: int) -> list:
     """_zeros_before at site j of a pbwt_index, for every place i = 0 .. H."""
     order_low, _, words, word_zeros = index
@@ -65,7 +75,7 @@ def _order_row(index, j: int, places=None) -> list:
 @pytest.mark.parametrize("reverse", [False, True])
 def test_pbwt_orders_haplotypes_by_their_reversed_prefixes(n_haplotypes, reverse):
     alleles = np.random.default_rng(0).integers(0, 2, (30, n_haplotypes)).astype(np.uint8)
-    index = pbwt_index(alleles, reverse)
+    index = _index(alleles, reverse)
     sites = alleles[::-1] if reverse else alleles
     for j in range(31):
         # sorted by allele j-1 first, then j-2, ..., ties by index
@@ -84,7 +94,7 @@ def test_pbwt_order_keeps_16_bits_and_packs_only_the_bits_the_panel_needs_above_
                                                                                      count_dtype):
     alleles = np.random.default_rng(1).integers(0, 2, (3, n_haplotypes)).astype(np.uint8)
     alleles[0] = 0  # the largest count of zeros, H, at the first site
-    index = pbwt_index(alleles)
+    index = _index(alleles)
     order_low, order_high, _, word_zeros = index
     assert order_low.dtype == np.uint16 and word_zeros.dtype == count_dtype
     assert order_high.shape == (4, -(-n_haplotypes * high_bits // 8))
@@ -110,10 +120,10 @@ def test_both_pbwt_directions_built_side_by_side_equal_each_built_alone(n_thread
     default = numba.get_num_threads()
     numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        both = pbwt_indexes(alleles)
+        both = pbwt_indexes(np.packbits(alleles, axis=1), alleles.shape[1])
     finally:
         numba.set_num_threads(default)
-    for built, alone in zip(both, (pbwt_index(alleles), pbwt_index(alleles, reverse=True))):
+    for built, alone in zip(both, (_index(alleles), _index(alleles, reverse=True))):
         for array, expected in zip(built, alone):
             assert array.dtype == expected.dtype and np.array_equal(array, expected)
 
@@ -128,7 +138,7 @@ def test_tiled_transpose_is_the_transpose(shape):
 @pytest.mark.parametrize("t, n", [(1, 1), (64, 9), (70, 130)])  # whole and ragged words of sites
 def test_packed_haplotypes_hold_site_j_in_bit_j_mod_64_of_word_j_div_64(t, n):
     alleles = np.random.default_rng(6).integers(0, 2, (t, n)).astype(np.uint8)
-    packed = _packed_by_haplotype(alleles)
+    packed = _by_haplotype(alleles)
     assert packed.shape == (n, (t + 63) // 64) and packed.dtype == np.uint64
     sites = np.arange(t)
     bits = (packed[:, sites // 64] >> (sites % 64).astype(np.uint64)) & np.uint64(1)
@@ -158,7 +168,7 @@ def test_states_alleles_are_each_slots_haplotypes_alleles_over_its_segments(n_st
             segments.append((slot, start, end, h))
             expected[start:end, slot] = haplotype_alleles[h, start:end]
     segments = np.array(segments, dtype=np.int64).T[:, rng.permutation(len(segments))].copy()
-    got = _state_alleles(_packed_by_haplotype(haplotype_alleles.T.copy()), segments, n_states, last)
+    got = _state_alleles(_by_haplotype(haplotype_alleles.T.copy()), segments, n_states, last)
     assert got.flags.c_contiguous and np.array_equal(got, expected)
 
 
@@ -169,7 +179,7 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
     query = (alleles[:, 5] ^ (rng.random(n_sites) < 0.1)).astype(np.int8)
     query[::6] = -1
     k = 3
-    sightings = copying._sightings(pbwt_index(alleles), pbwt_index(alleles, reverse=True), query[:, None],
+    sightings = copying._sightings(_index(alleles), _index(alleles, reverse=True), query[:, None],
                                    np.arange(1), k, np.full(1, -1))[0]
     # by the reversed prefix, as tested above
     orders = [np.lexsort([np.arange(n_haplotypes), *alleles[:j]]) for j in range(n_sites + 1)]
@@ -190,7 +200,7 @@ def test_queries_walking_together_each_find_what_they_find_alone():
     queries = (alleles[:, rng.integers(0, 70, 9)] ^ (rng.random((40, 9)) < 0.1)).astype(np.int8)
     queries[rng.random((40, 9)) < 0.1] = -1
     excluded = np.array([-1, 3, -1, 0, 34, -1, -1, 7, -1])
-    indexes = pbwt_index(alleles), pbwt_index(alleles, reverse=True)
+    indexes = _index(alleles), _index(alleles, reverse=True)
     together = copying._sightings(*indexes, queries, np.arange(9), 4, excluded)
     for q in range(9):
         alone = copying._sightings(*indexes, queries[:, [q]].copy(), np.arange(1), 4, excluded[[q]])[0]
