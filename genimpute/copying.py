@@ -92,7 +92,7 @@ def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False) -> 
     uint8, b = _high_bits(H) bits for each (b = 0 up to 65,536
     haplotypes). allele_words (t, H // 64 + 1) uint64: bit k of word w of
     row j the allele at site j of order[j, 64 w + k]; word_zeros (t, H //
-    64 + 1): the 0 alleles at site j among order[j, :64 w]. _zeros_before
+    64 + 1) int32: the 0 alleles at site j among order[j, :64 w]. _zeros_before
     counts from the two what a (t, H + 1) table of counts would hold. Each
     direction takes 2.2 bytes per site and haplotype up to 65,536
     haplotypes (32,768 samples), 2.3 up to 131,072 and 2.4 up to 262,144
@@ -127,10 +127,11 @@ def _high_bits(n: int) -> int:
 
 
 def _empty_index(t: int, n: int) -> tuple[np.ndarray, ...]:
+    # word_zeros int32 at every size (a 32nd of a byte per site and haplotype more than uint16 below 65,535
+    # haplotypes): one type for every panel, so numba compiles the walks once, not again for the first large panel
     words = n // 64 + 1
-    count_dtype = np.uint16 if n < np.iinfo(np.uint16).max else np.int32  # word_zeros holds counts up to n
     return (np.empty((t + 1, n), dtype=np.uint16), np.zeros((t + 1, (n * _high_bits(n) + 7) // 8), dtype=np.uint8),
-            np.zeros((t, words), dtype=np.uint64), np.zeros((t, words), dtype=count_dtype))
+            np.zeros((t, words), dtype=np.uint64), np.zeros((t, words), dtype=np.int32))
 
 
 @nb.njit(cache=True)
@@ -1004,8 +1005,8 @@ class ContigModel:
         start..stop - 1. The index is built
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
-        contig's index and alleles take 4.4 bytes per typed site and
-        haplotype up to 32,768 samples, 5.0 up to 131,072 (5.7 GB for 40,000
+        contig's index and alleles take 4.5 bytes per typed site and
+        haplotype up to 32,768 samples, 5.0 up to 131,072 (5.8 GB for 40,000
         sites of 16,000 samples), a segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
         segment's take 0.5-0.9 s to build, which every batch would repeat,
