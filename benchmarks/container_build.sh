@@ -5,8 +5,7 @@
 # image, then its `test` target), and runs inside them `genimpute --version`,
 # the README's quickstart (`bash examples/quickstart.sh`, in the runtime image
 # with the checkout's examples/ mounted), an imputation in a fresh container
-# from the example panel and from a 32,768-sample one (docker/wide_panel.py),
-# and the README's test command (`python -m pytest -q`, in the test image).
+# from the example panel, and the README's test command (`python -m pytest -q`, in the test image).
 # Prints each step's result and wall time and a summary; exits non-zero if
 # any step fails. The whole output also goes to OUT_DIR/container_build.log.
 #
@@ -236,12 +235,5 @@ step "quickstart (bash examples/quickstart.sh)" 30m "${run[@]}" -v "$out/contain
 step "impute --ref in a fresh container" 10m "${run[@]}" -v "$root/examples:/data/examples:ro" "$image" \
   -q impute examples/data/targets.omni2.5.vcf.gz --ref examples/data/panel.vcf.gz \
   --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/fresh.vcf.gz || failed=1
-# ... and against a panel above 32,767 samples (an int32 PBWT index, compiled
-# at build time too: about 25 s more where it was not)
-rm -rf "$out/wide_panel" && mkdir -p "$out/wide_panel"
-step "write a 32,768-sample panel" 5m "${run[@]}" -v "$out/wide_panel:/data/wide:U" -v "$root/docker:/data/docker:ro" \
-  --entrypoint python "$image" docker/wide_panel.py wide || failed=1
-step "impute --ref that panel in a fresh container" 10m "${run[@]}" -v "$out/wide_panel:/data/wide:ro" \
-  "$image" -q impute wide/target.vcf --ref wide/panel.vcf --out /tmp/wide.vcf.gz || failed=1
 step "tests (python -m pytest -q)" 60m "${run[@]}" "$test_image" python -m pytest -q || failed=1
 exit "$failed"
