@@ -78,16 +78,17 @@ SIGHTINGS_BYTES = 1 << 27
 FAST = {"reassoc", "contract", "arcp"}
 PACKED_BLOCK = 32 << 20  # bytes of packed panel records read at a time to list the untyped records' minor alleles
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
+MAX_HAPLOTYPES = 1 << 24  # the most a PBWT order's 16 + 8 bits number (pbwt_index)
 
 
 def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False) -> tuple[np.ndarray, ...]:
     """(order_low, order_high, allele_words, word_zeros) of a PBWT over
-    the sites of packed (t, ceil(H / 8)) uint8, H = n_haplotypes alleles
-    a row in np.packbits' order (the panel's records as it keeps them),
-    right to left if `reverse` (the index's site j is then packed's t - 1
-    - j). The order (t+1, H):
-    order[j] the haplotypes sorted by their reversed alleles before site
-    j, read with _order_at: the low 16 bits of order[j, i] in order_low
+    the sites of packed (t, ceil(H / 8)) uint8: the alleles of H =
+    n_haplotypes haplotypes at each site in np.packbits' order, as the
+    panel keeps its records. Right to left if `reverse` (the index's site
+    j is then packed's t - 1 - j). The order (t+1, H): order[j] the
+    haplotypes sorted by their reversed alleles before site j, read with
+    _order_at: the low 16 bits of order[j, i] in order_low
     (t+1, H) uint16, the rest packed in order_high (t+1, ceil(H b / 8))
     uint8, b = _high_bits(H) bits for each (b = 0 up to 65,536
     haplotypes). allele_words (t, H // 64 + 1) uint64: bit k of word w of
@@ -113,9 +114,6 @@ def pbwt_indexes(packed: np.ndarray, n_haplotypes: int) -> tuple[tuple, tuple]:
     forward, backward = _empty_index(len(packed), n_haplotypes), _empty_index(len(packed), n_haplotypes)
     _fill_both(packed, *forward, *backward)
     return forward, backward
-
-
-MAX_HAPLOTYPES = 1 << 24  # the most an order's 16 + 8 bits number
 
 
 def _high_bits(n: int) -> int:
