@@ -82,12 +82,13 @@ CMD ["--help"]
 
 # Test image: `python -m pytest -q` in the checkout, against the genimpute
 # installed above. tests/test_workflows.py lints the shell scripts, hence
-# shellcheck; the tests read README.md, the Dockerfile, examples/, workflows/,
+# shellcheck, and GNU time for the benchmarks' shell helpers that a test runs
+# (benchmarks/lib.sh); the tests read README.md, the Dockerfile, examples/, workflows/,
 # benchmarks/ and .ci/, hence the whole build context (less .dockerignore).
 FROM runtime AS test
 USER root
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends shellcheck \
+    && apt-get install -y --no-install-recommends shellcheck time \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/genimpute
 COPY . ./
