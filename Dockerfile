@@ -66,12 +66,11 @@ RUN if [ "$TORCH" = "cpu" ]; then \
 
 RUN useradd --create-home --uid 1000 genimpute && chown -R genimpute /opt/genimpute/genimpute
 USER genimpute
-# numba compiles the copying engine and the VCF writer on first use (30-40
-# s; the same code for panels of every size) and caches the machine code
-# beside the sources. Compiled here, once,
-# by the user who runs them, every `docker run` (a fresh container) starts
-# warm on a machine of the build's CPU type (another type compiles again, as
-# numba keys its cache on the CPU).
+# numba compiles the copying engine and the VCF writer on first use (about
+# 40 s; the same code for panels of every size) and caches the machine code
+# beside the sources. Compiled here, once, by the user who runs them, every
+# `docker run` (a fresh container) starts warm on a machine of the build's
+# CPU type (another type compiles again, as numba keys its cache on the CPU).
 RUN --mount=type=bind,source=examples/data,target=/tmp/warm \
     genimpute -q impute /tmp/warm/targets.omni2.5.vcf.gz --ref /tmp/warm/panel.vcf.gz \
         --map /tmp/warm/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/warm-up.vcf.gz \

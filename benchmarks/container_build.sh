@@ -3,9 +3,10 @@
 # registry: makes a Debian bookworm base with debootstrap, imports it into
 # podman as a local image, builds the project's Dockerfile on it (the runtime
 # image, then its `test` target), and runs inside them `genimpute --version`,
-# the README's quickstart (`bash examples/quickstart.sh`, in the runtime image
-# with the checkout's examples/ mounted), an imputation in a fresh container
-# from the example panel, and the README's test command (`python -m pytest -q`, in the test image).
+# the README's quickstart (`bash examples/quickstart.sh`, in the runtime
+# image with the checkout's examples/ mounted), an imputation in a fresh
+# container from the example panel, and the README's test command (`python
+# -m pytest -q`, in the test image).
 # Prints each step's result and wall time and a summary; exits non-zero if
 # any step fails. The whole output also goes to OUT_DIR/container_build.log.
 #

@@ -117,11 +117,20 @@ def pbwt_indexes(packed: np.ndarray, n_haplotypes: int) -> tuple[tuple, tuple]:
 
 
 def _high_bits(n: int) -> int:
-    """Bits above the low 16 that number n haplotypes: 0, 1, 2, 4 or 8 (a
-    whole number of them in a byte)."""
+    """_order_high_bits(n), for at most MAX_HAPLOTYPES haplotypes."""
     if n > MAX_HAPLOTYPES:
         raise ValueError(f"PBWT index: expected at most {MAX_HAPLOTYPES:,} haplotypes; found {n:,}")
-    return next(b for b in (0, 1, 2, 4, 8) if n <= 1 << (16 + b))
+    return _order_high_bits(n)
+
+
+@nb.njit(cache=True)
+def _order_high_bits(n):
+    """Bits above the low 16 that number n haplotypes: 0, 1, 2, 4 or 8 (a
+    whole number of them in a byte)."""
+    bits = 0
+    while n > 1 << (16 + bits):
+        bits = 2 * bits if bits else 1
+    return bits
 
 
 def _empty_index(t: int, n: int) -> tuple[np.ndarray, ...]:
@@ -133,14 +142,8 @@ def _empty_index(t: int, n: int) -> tuple[np.ndarray, ...]:
 
 
 @nb.njit(cache=True)
-def _high_width(order_low, order_high):
-    """b of a pbwt_index: its order_high rows take b H / 8 bytes, rounded up."""
-    return (8 * order_high.shape[1]) // max(1, order_low.shape[1])
-
-
-@nb.njit(cache=True)
 def _order_at(order_low, order_high, bits, j, i):
-    """order[j, i] of a pbwt_index (bits: _high_width): its low 16 bits,
+    """order[j, i] of a pbwt_index (bits: _order_high_bits(H)): its low 16 bits,
     and the high ones from bits b i .. b i + b - 1 of row j of order_high."""
     h = np.int64(order_low[j, i])
     if bits == 0:
@@ -152,7 +155,7 @@ def _order_at(order_low, order_high, bits, j, i):
 @nb.njit(cache=True)
 def _set_order_row(order_low, order_high, j, row):
     """Write row (H,) as order[j] of a pbwt_index (order_high's row j zeros)."""
-    bits = _high_width(order_low, order_high)
+    bits = _order_high_bits(len(row))
     for i in range(len(row)):
         order_low[j, i] = row[i] & 0xFFFF
         if bits:
@@ -280,7 +283,7 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
     `reverse` (its site j is the queries' t - 1 - j)."""
     order_low, order_high, allele_words, word_zeros = index
     n, t, n_queries = order_low.shape[1], queries.shape[0], len(columns)
-    bits = _high_width(order_low, order_high)
+    bits = _order_high_bits(n)
     place = np.zeros(n_queries, dtype=np.int64)
     alleles = np.empty(n_queries, dtype=np.int64)
     # the queries by place, kept sorted as the PBWT keeps the panel's haplotypes: a stable partition on the
@@ -1004,8 +1007,9 @@ class ContigModel:
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
         contig's index and alleles take 4.5 bytes per typed site and
-        haplotype up to 32,768 samples, 5.0 up to 131,072 (5.8 GB for 40,000
-        sites of 16,000 samples), a segment's a few percent of that.
+        haplotype up to 32,768 samples, 4.75 up to 65,536 and 5.0 up to
+        131,072 samples (5.8 GB for 40,000 sites of 16,000 samples), a
+        segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
         segment's take 0.5-0.9 s to build, which every batch would repeat,
         and about 0.1 GB (a few hundred records per Mb for each haplotype)."""
@@ -1021,7 +1025,8 @@ class ContigModel:
     def _index(self, first: int, last: int) -> tuple:
         """PBWT indexes of typed sites [first, last) left to right and right
         to left, and their alleles haplotype by haplotype in bits (_packed_by_haplotype)."""
-        packed, n = np.ascontiguousarray(self.panel.packed[self.typed_rows[first:last]]), self.panel.n_haplotypes
+        packed = np.ascontiguousarray(self.panel.packed[self.typed_rows[first:last]])
+        n = self.panel.n_haplotypes
         return *pbwt_indexes(packed, n), _packed_by_haplotype(packed, n)
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tools import require
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -64,6 +65,7 @@ def test_a_held_out_directory_serves_one_draw(tmp_path):
 
 
 def test_lib_sh_keeps_a_genimpute_step_only_for_the_same_code(tmp_path):
+    require("/usr/bin/time")  # lib.sh's `timed`
     script = f"""
 source {BENCHMARKS / 'lib.sh'}
 timed step {sys.executable} -c 'print(1)' genimpute > /dev/null

@@ -1,6 +1,7 @@
 """The external programs some tests call (Debian packages of the same names):
 bcftools and tabix (reading outputs back), beagle and shapeit4 (phasing),
-beagle and minimac4 (`genimpute benchmark`), shellcheck (the shell scripts).
+beagle and minimac4 (`genimpute benchmark`), shellcheck (the shell scripts),
+GNU time (/usr/bin/time, the benchmarks' shell helpers).
 
 Run by hand, a test whose program is missing is skipped with the reason;
 under CI (GENIMPUTE_CI=1, set by .ci/run, which installs them all) it fails,
@@ -9,6 +10,7 @@ so a green CI run has run every test."""
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +19,8 @@ def require(*tools: str) -> None:
     missing = [tool for tool in tools if shutil.which(tool) is None]
     if not missing:
         return
-    reason = f"{', '.join(missing)} not on PATH (Debian: apt-get install {' '.join(missing)})"
+    packages = " ".join(Path(tool).name for tool in missing)  # /usr/bin/time: the package `time`
+    reason = f"{', '.join(missing)} not on PATH (Debian: apt-get install {packages})"
     if os.environ.get("GENIMPUTE_CI"):
         pytest.fail(f"{reason}; under CI every tool is installed")
     pytest.skip(reason)
