@@ -82,8 +82,9 @@ CMD ["--help"]
 # Test image: `python -m pytest -q` in the checkout, against the genimpute
 # installed above. tests/test_workflows.py lints the shell scripts, hence
 # shellcheck, and GNU time for the benchmarks' shell helpers that a test runs
-# (benchmarks/lib.sh); the tests read README.md, the Dockerfile, examples/, workflows/,
-# benchmarks/ and .ci/, hence the whole build context (less .dockerignore).
+# (benchmarks/lib.sh); the tests read README.md, the Dockerfile, examples/,
+# workflows/, benchmarks/ and .ci/, hence the whole build context (less
+# .dockerignore).
 FROM runtime AS test
 USER root
 RUN apt-get update \
