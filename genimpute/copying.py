@@ -182,7 +182,9 @@ def _fill_both(packed, order_low, order_high, allele_words, word_zeros,
 @nb.njit(cache=True)
 def _fill_pbwt(packed, reverse, order_low, order_high, allele_words, word_zeros):
     """pbwt_index's arrays (order_high, allele_words all 0), filled in. The
-    partition reads and writes two rows of whole numbers, each then stored split."""
+    partition reads and writes two rows of whole numbers, each then stored
+    split, and takes each allele from the row of allele_words just written
+    (in place order), not from the packed record again."""
     t, n = len(packed), order_low.shape[1]
     current, following = np.arange(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     _set_order_row(order_low, order_high, 0, current)
@@ -201,7 +203,7 @@ def _fill_pbwt(packed, reverse, order_low, order_high, allele_words, word_zeros)
         low, high = 0, zeros
         for i in range(n):
             h = current[i]
-            if _allele(row, h) == 0:
+            if (allele_words[j, i >> 6] >> np.uint64(i & 63)) & np.uint64(1) == 0:
                 following[low] = h
                 low += 1
             else:
