@@ -64,7 +64,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.config import CopyingSettings
-from genimpute.panel import packed_blocks
+from genimpute.io.sparse_rows import parts_in_blocks
 
 # queries whose states are chosen together (_walk), at most; their sightings take 128 x sites x 4 neighbours
 # int32 per thread (131 MB at 4,000 sites and 16 neighbours), and a group is made smaller where they would
@@ -576,41 +576,57 @@ _SET_BIT_COUNT = np.array([bin(value).count("1") for value in range(256)], dtype
 
 
 @nb.njit(cache=True, parallel=True)
-def _scan_minor(packed, words, first, n_haplotypes, minor_is_alt, cursor, hap_records, n_strips):
+def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, minor_is_alt, cursor, hap_records,
+                n_strips):
     """Advance cursor[h] once for each record r (numbered from `first`)
     whose minor allele haplotype h carries, records ascending, first writing
     r to hap_records[cursor[h]] unless hap_records is empty (a count).
-    packed: the records' packed rows, zero-padded to whole words; words:
-    the same memory as uint64, each checked whole first, as most words of a
-    rare record hold none of its carriers. Each of n_strips threads reads
-    its own strip of every row and fills its strip's haplotypes' lists: the
-    lists are disjoint, so the output is the same for any n_strips, and the
-    writes, scattered over every haplotype's list, are most of the time."""
+    A record is whole, row whole_at[r] of whole (its packed row, zero-padded
+    to whole words; words: the same memory as uint64, each checked whole
+    first, as most words of a rare record hold none of its carriers), or
+    listed (whole_at[r] < 0) as the carriers of its minor allele,
+    positions[starts[r]:starts[r + 1]] (genimpute.io.sparse_rows). Each of
+    n_strips threads takes its own strip of haplotypes and fills their
+    lists: the lists are disjoint, so the output is the same for any
+    n_strips, and the writes, scattered over every haplotype's list, are
+    most of the time."""
     n_words = words.shape[1]
     width = (n_words + n_strips - 1) // n_strips
     for strip in nb.prange(n_strips):
-        for r in range(len(packed)):
+        low, high = strip * width * 64, min(n_haplotypes, (strip + 1) * width * 64)
+        for r in range(len(whole_at)):
+            if whole_at[r] < 0:
+                for h in positions[starts[r]:starts[r + 1]]:
+                    if low <= h < high:  # at or past n_haplotypes: padding
+                        _note_carrier(cursor, hap_records, h, first + r)
+                continue
+            row = whole_at[r]
             flip = 0 if minor_is_alt[r] else 255
             none_carry = np.uint64(0) if minor_is_alt[r] else ~np.uint64(0)
             for w in range(strip * width, min(n_words, (strip + 1) * width)):
-                if words[r, w] == none_carry:
+                if words[row, w] == none_carry:
                     continue
                 for byte in range(8 * w, 8 * w + 8):
-                    value = packed[r, byte] ^ flip
+                    value = whole[row, byte] ^ flip
                     for k in range(_SET_BIT_COUNT[value]):
                         h = byte * 8 + _SET_BITS[value, k]
                         if h < n_haplotypes:  # past the last haplotype: padding
-                            if len(hap_records):
-                                hap_records[cursor[h]] = first + r
-                            cursor[h] += 1
+                            _note_carrier(cursor, hap_records, h, first + r)
+
+
+@nb.njit(cache=True)
+def _note_carrier(cursor, hap_records, h, record):
+    if len(hap_records):
+        hap_records[cursor[h]] = record
+    cursor[h] += 1
 
 
 def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
     """(hap_starts (H + 1,), hap_records, alt_major) of records (blocks():
-    their packed panel rows, block after block; minor_is_alt: which allele
-    of each is the minor one): the records whose minor allele haplotype h
-    carries, hap_records[hap_starts[h]:hap_starts[h + 1]] ascending, and
-    the records whose minor allele is REF (numbered in that order).
+    their RowParts (genimpute.io.sparse_rows), block after block;
+    minor_is_alt: which allele of each is the minor one): the records whose
+    minor allele haplotype h carries, hap_records[hap_starts[h]:hap_starts[h + 1]]
+    ascending, and the records whose minor allele is REF (numbered in that order).
 
     A haplotype carries the minor allele of a few hundred records per Mb
     whatever the panel's size (the sum of their frequencies), so summing a
@@ -619,19 +635,32 @@ def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
     (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
     The records are read twice, a block at a time (to count, then to
     fill): a segment's untyped records take 0.3 GB at 16,000 samples and
-    would take several GB at 100,000. The lists are built in n_strips
+    would take several GB at 100,000 whole. The lists are built in n_strips
     threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
-    for first, block in _numbered(blocks()):
-        _scan_minor(*_as_words(block), first, n_haplotypes, minor_is_alt[first:], counts, np.empty(0, dtype=np.int32),
-                    n_strips)
+    for first, parts in _numbered(blocks()):
+        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,
+                    minor_is_alt[first:], counts, np.empty(0, dtype=np.int32), n_strips)
     hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
     hap_starts[1:] = np.cumsum(counts)
     hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
     cursor = hap_starts[:-1].copy()
-    for first, block in _numbered(blocks()):
-        _scan_minor(*_as_words(block), first, n_haplotypes, minor_is_alt[first:], cursor, hap_records, n_strips)
+    for first, parts in _numbered(blocks()):
+        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,
+                    minor_is_alt[first:], cursor, hap_records, n_strips)
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
+
+
+def _scanned(parts, minor_is_alt: np.ndarray) -> tuple:
+    """_scan_minor's view of RowParts: (whole rows padded to words, the
+    same as uint64, whole_at, starts, positions), once each listed record
+    is found to list its minor allele's carriers, as SparseRows lists a
+    rare record's (a row listed by its other allele would need them all)."""
+    listed = parts.whole_at < 0
+    if np.any(parts.ones_listed[listed] != minor_is_alt[listed]):
+        raise ValueError("expected each listed record to list its minor allele's carriers; found one that lists "
+                         "its major allele's")
+    return *_as_words(parts.whole), parts.whole_at, parts.starts, parts.positions
 
 
 def _as_words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -644,11 +673,11 @@ def _as_words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _numbered(blocks):
-    """(the number of rows before it, block) of each block of rows."""
+    """(the number of rows before it, parts) of each block's RowParts."""
     first = 0
-    for block in blocks:
-        yield first, block
-        first += len(block)
+    for parts in blocks:
+        yield first, parts
+        first += len(parts.whole_at)
 
 
 @nb.njit(cache=True)
@@ -1044,7 +1073,7 @@ class ContigModel:
         minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
         return (records, self.weights[start:stop], record_gap, gap_first,
-                *minor_alleles(lambda: packed_blocks(self.panel.packed, PACKED_BLOCK, records),
+                *minor_alleles(lambda: parts_in_blocks(self.panel.packed, records, PACKED_BLOCK),
                                self.panel.n_haplotypes, minor_is_alt, nb.get_num_threads()))
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:

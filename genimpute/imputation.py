@@ -20,7 +20,7 @@ from genimpute.config import CopyingSettings
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
-from genimpute.io.file_rows import RowSpool
+from genimpute.io.sparse_rows import SparseSpool
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
@@ -100,14 +100,14 @@ def impute(
 
 
 def _reference(ref, directory: Path, stack: contextlib.ExitStack) -> ReferencePanel | None:
-    """--ref's panel, if given. A VCF/BCF's packed records are spooled to an
-    unnamed temporary file in `directory` (the output's), open until `stack`
+    """--ref's panel, if given. A VCF/BCF's packed records are spooled to
+    unnamed temporary files in `directory` (the output's), open until `stack`
     closes, and the copying engine reads a segment's records from there as
     from a compact panel: reading them into memory took twice the packed
     panel (2.5 GB for 16,000 samples over 10 Mb; BENCHMARKS.md)."""
     if ref is None:
         return None
-    spool = None if is_compact(ref) else stack.enter_context(RowSpool(directory))
+    spool = None if is_compact(ref) else stack.enter_context(SparseSpool(directory))
     return read_reference(ref, spool)
 
 

@@ -15,14 +15,18 @@ from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
-from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
+from genimpute.io.file_rows import FileRows, npz_rows, write_npz
+from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_in_rows
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
 
 log = logging.getLogger(__name__)
 
-# `genimpute panel` files: the bit-packed panel with its genetic positions, read without parsing VCF
-COMPACT_FORMAT = "genimpute-panel/1"
+# `genimpute panel` files: the bit-packed panel with its genetic positions, read without parsing VCF.
+# Format 2 keeps a rare record as the list of its carriers (genimpute.io.sparse_rows); format 1 kept
+# every record whole, and is read still (as is a model directory's panel.npz written then).
+COMPACT_FORMAT = "genimpute-panel/2"
+COMPACT_FORMATS_READ = ("genimpute-panel/1", COMPACT_FORMAT)
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
@@ -32,9 +36,6 @@ def _join(strings: list) -> np.ndarray:
 
 def _split(blob: np.ndarray) -> list:
     return blob.tobytes().decode().split("\n")
-
-
-_ONES_IN_BYTE = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
 def packed_blocks(packed, block_bytes: int = 64 << 20, rows: np.ndarray | None = None):
@@ -50,10 +51,12 @@ def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:
     (np.packbits pads with 0s), counted a block of records at a time:
     unpacked whole, a panel took 8 bytes for each packed one (10 GB for
     16,000 samples' 313,000 records of a 10 Mb region)."""
+    if isinstance(packed, SparseRows):
+        return packed.ones()
     counts = np.empty(len(packed), dtype=np.int64)
     start = 0
     for block in packed_blocks(packed, block_bytes):
-        counts[start:start + len(block)] = _ONES_IN_BYTE[block].sum(axis=1, dtype=np.int64)
+        counts[start:start + len(block)] = ones_in_rows(block)
         start += len(block)
     return counts
 
@@ -68,7 +71,8 @@ def alt_frequency(counts: np.ndarray, n_haplotypes: int) -> np.ndarray:
 class ReferencePanel:
     """Phased biallelic haplotypes, bit-packed per record (variant-major):
     in memory when read from a VCF, read a few records at a time from a
-    compact panel's file (genimpute.io.file_rows)."""
+    compact panel's file or a spool, where a rare record is kept as the
+    list of its carriers (genimpute.io.sparse_rows)."""
 
     samples: list
     contig_names: list  # contig names as written in the panel, in file order
@@ -77,7 +81,7 @@ class ReferencePanel:
     ids: list
     refs: list
     alts: list
-    packed: np.ndarray | FileRows  # (M, ceil(H/8)) uint8, rows read by indexing
+    packed: np.ndarray | FileRows | SparseRows  # (M, ceil(H/8)) uint8, rows read by indexing
     alt_freq: np.ndarray  # (M,) float32 alt allele frequency in the panel
     # (M,) float64 genetic positions, cM: from a genetic map (with_genetic_map), else 1 cM per Mb
     centimorgans: np.ndarray | None = None
@@ -158,6 +162,16 @@ class ReferencePanel:
 
     # --- persistence -----------------------------------------------------
     def save(self, path: str | Path) -> None:
+        """Write the panel to `path`, its records as SparseRows keep them
+        (others are split into a spool beside `path` first, a block at a time)."""
+        if isinstance(self.packed, SparseRows):
+            return self._save(path, self.packed)
+        with SparseSpool(Path(path).parent) as spool:
+            for block in packed_blocks(self.packed):
+                spool.append(block)
+            self._save(path, spool.rows())
+
+    def _save(self, path: str | Path, rows: SparseRows) -> None:
         with open(path, "wb") as handle:
             write_npz(handle, dict(
                 format=np.array(COMPACT_FORMAT),
@@ -170,7 +184,11 @@ class ReferencePanel:
                 alts=_join(self.alts),
                 alt_freq=self.alt_freq,
                 centimorgans=self.centimorgans,
-            ), dict(packed=(self.packed.shape, np.uint8, packed_blocks(self.packed))))
+                whole_at=rows.whole_at,
+                starts=rows.starts,
+                ones_listed=rows.ones_listed,
+            ), dict(whole=(rows.whole.shape, np.uint8, packed_blocks(rows.whole)),
+                    listed=(rows.positions.shape, rows.positions.dtype, packed_blocks(rows.positions))))
 
     @classmethod
     def load(cls, path: str | Path, centimorgans_optional: bool = False) -> "ReferencePanel":
@@ -188,7 +206,7 @@ class ReferencePanel:
                     ids=_split(z["ids"]),
                     refs=_split(z["refs"]),
                     alts=_split(z["alts"]),
-                    packed=npz_rows(path, "packed"),
+                    packed=_stored_rows(path, z),
                     alt_freq=z["alt_freq"],
                     centimorgans=z["centimorgans"] if "centimorgans" in z or not centimorgans_optional else None,
                 )
@@ -196,6 +214,15 @@ class ReferencePanel:
             raise CheckpointError(f"{path}: reference panel missing from the model directory") from exc
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             raise CheckpointError(f"{path}: reference panel file is corrupted ({exc})") from exc
+
+
+def _stored_rows(path: str | Path, z) -> SparseRows | FileRows:
+    """The records of a compact panel's file (z: the file opened by np.load):
+    format 2's as kept, whole or listed; format 1's whole."""
+    if "packed" in z:
+        return npz_rows(path, "packed")
+    return SparseRows(npz_rows(path, "whole"), npz_rows(path, "listed"), z["whole_at"], z["starts"],
+                      z["ones_listed"])
 
 
 def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Path | None = None,
@@ -212,7 +239,7 @@ def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Pat
         genetic_map = GeneticMap(genetic_map)  # read before the panel: a bad map stops the run at once
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with RowSpool(path.parent) as spool:
+        with SparseSpool(path.parent) as spool:
             panel = ReferencePanel.from_vcf(vcf, spool)
             if genetic_map is not None:
                 panel = panel.with_genetic_map(genetic_map)
@@ -233,7 +260,7 @@ def is_compact(path: str | Path) -> bool:
         return False
 
 
-def read_reference(path: str | Path, spool: RowSpool | None = None) -> ReferencePanel:
+def read_reference(path: str | Path, spool: SparseSpool | None = None) -> ReferencePanel:
     """A reference panel from a VCF/BCF, or from a compact panel file written
     by `genimpute panel`. `spool`: where a VCF/BCF's packed records go (read
     from there while it stays open), else memory."""
@@ -244,8 +271,9 @@ def read_reference(path: str | Path, spool: RowSpool | None = None) -> Reference
             found = str(z["format"]) if "format" in z else "a zip file without a format"
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise CheckpointError(f"{path}: expected a VCF/BCF or a compact panel; found an unreadable zip ({exc})") from exc
-    if found != COMPACT_FORMAT:
-        raise CheckpointError(f"{path}: expected a compact panel of format {COMPACT_FORMAT}; found {found} "
+    if found not in COMPACT_FORMATS_READ:
+        raise CheckpointError(f"{path}: expected a compact panel of format {' or '.join(COMPACT_FORMATS_READ)}; "
+                              f"found {found} "
                               "(rebuild it with `genimpute panel`)")
     return ReferencePanel.load(path)
 

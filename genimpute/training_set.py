@@ -14,7 +14,7 @@ from genimpute.errors import InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.genetic_map import GeneticMap
 from genimpute.modeldir import PanelRecord
-from genimpute.io.file_rows import RowSpool
+from genimpute.io.sparse_rows import SparseSpool
 from genimpute.panel import ReferencePanel, array_typed_mask, is_compact, read_reference
 from genimpute.windows import Window, contig_rows, window_for_block
 
@@ -111,7 +111,7 @@ def _in_memory(ref: str | Path, spool_dir: str | Path) -> ReferencePanel:
     (3.0 GB for 16,000 samples over 10 Mb; BENCHMARKS.md)."""
     if is_compact(ref):
         return read_reference(ref).in_memory()
-    with RowSpool(spool_dir) as spool:
+    with SparseSpool(spool_dir) as spool:
         return read_reference(ref, spool).in_memory()
 
 

@@ -21,6 +21,7 @@ from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles
                                _zeros_before, minor_alleles, pbwt_index, pbwt_indexes)
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
+from genimpute.io.sparse_rows import RowParts, SparseSpool, row_parts
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target
 
@@ -515,24 +516,26 @@ def test_a_compact_panel_imputes_as_its_vcf_and_a_foreign_file_is_refused(tmp_pa
 
 
 def test_a_vcf_panel_is_spooled_beside_the_output_for_the_run_only(tmp_path, monkeypatch):
-    """The engine reads a VCF panel's packed records from an unnamed file in
-    the output's directory (not memory), closed when the run ends."""
+    """The engine reads a VCF panel's packed records from unnamed files in
+    the output's directory (not memory): the whole records' and the listed
+    ones' carriers, closed when the run ends."""
     seen = []
 
     def engine(panel, *args):
-        fd = panel.packed.fd
-        seen.append((fd, os.readlink(f"/proc/self/fd/{fd}"), panel.packed[:]))
+        fds = [panel.packed.whole.fd, panel.packed.positions.fd]
+        seen.append((fds, [os.readlink(f"/proc/self/fd/{fd}") for fd in fds], panel.packed[:]))
         return CopyingEngine(panel, *args)
 
     monkeypatch.setattr(imputation, "CopyingEngine", engine)
     out = tmp_path / "out" / "imputed.vcf.gz"
     out.parent.mkdir()
     imputation.impute(TARGET_PHASED, tmp_path, out, "cpu", progress=False, ref=PANEL, copying=CopyingSettings())
-    (fd, name, packed), = seen
-    assert name.startswith(str(out.parent) + "/") and name.endswith("(deleted)")
+    (fds, names, packed), = seen
+    assert all(name.startswith(str(out.parent) + "/") and name.endswith("(deleted)") for name in names)
     np.testing.assert_array_equal(packed, ReferencePanel.from_vcf(PANEL).packed)
-    with pytest.raises(OSError):
-        os.fstat(fd)
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)
     assert sorted(p.name for p in out.parent.iterdir()) == ["imputed.vcf.gz", "imputed.vcf.gz.tbi"]
 
 
@@ -543,21 +546,30 @@ def test_impute_refuses_a_missing_output_directory_before_reading_the_panel(tmp_
                           copying=CopyingSettings())
 
 
-@pytest.mark.parametrize("n_strips, block_rows", [(1, 45), (2, 45), (3, 7), (9, 1)])  # 9: more than a row's 7 bytes
-def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(n_strips, block_rows):
+@pytest.mark.parametrize("n_strips, block_rows", [(1, 45), (2, 45), (3, 7), (9, 1)])  # 9: more than a row's words
+@pytest.mark.parametrize("n_haplotypes", [53, 1001])  # 53: a ragged last byte; 1001: rare records listed
+@pytest.mark.parametrize("sparse", [False, True])
+def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(tmp_path, n_strips, block_rows, n_haplotypes,
+                                                                       sparse):
     rng = np.random.default_rng(6)
-    alleles = (rng.random((50, 53)) < rng.random((50, 1))).astype(np.uint8)  # every frequency, 53: a ragged last byte
+    freqs = np.r_[rng.random(30), rng.random(10) ** 8, 1 - rng.random(10) ** 8]  # every frequency, rare ones too
+    alleles = (rng.random((50, n_haplotypes)) < freqs[:, None]).astype(np.uint8)
     records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
-    minor_is_alt = 2 * alleles[records].sum(axis=1) <= 53
+    minor_is_alt = 2 * alleles[records].sum(axis=1) <= n_haplotypes
     packed = np.packbits(alleles[records], axis=1)
+    with SparseSpool(tmp_path) as spool:
+        spool.append(packed)
+        rows = spool.rows() if sparse else packed
+        assert not sparse or 0 < np.count_nonzero(rows.whole_at < 0) < len(packed)  # some listed, some whole
 
-    def blocks():
-        return (packed[lo:lo + block_rows] for lo in range(0, len(packed), block_rows))
+        def blocks():
+            return (row_parts(rows, np.arange(lo, min(lo + block_rows, len(packed))))
+                    for lo in range(0, len(packed), block_rows))
 
-    hap_starts, hap_records, alt_major = minor_alleles(blocks, 53, minor_is_alt, n_strips)
+        hap_starts, hap_records, alt_major = minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips)
     assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
-    for h in range(53):
+    for h in range(n_haplotypes):
         assert hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() == np.flatnonzero(minor[:, h]).tolist()
 
 
@@ -572,11 +584,19 @@ def test_minor_alleles_skip_whole_words_of_non_carriers_of_either_allele():
     alleles[2, [0, 63, 64, 128, 191, 192]] = 1  # words' first and last bits
     minor_is_alt = np.array([True, False, True, True])
     packed = np.packbits(alleles, axis=1)
-    hap_starts, hap_records, alt_major = minor_alleles(lambda: iter([packed]), n, minor_is_alt, 2)
+    hap_starts, hap_records, alt_major = minor_alleles(lambda: iter([row_parts(packed, np.arange(4))]), n,
+                                                       minor_is_alt, 2)
     lists = {h: hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() for h in range(n)}
     assert {h: r for h, r in lists.items() if r} == {0: [2], 63: [2], 64: [2], 70: [0], 128: [2], 191: [2], 192: [2],
                                                       199: [1]}
     assert alt_major.tolist() == [1]
+
+
+def test_minor_alleles_refuse_a_record_listed_by_its_major_allele():
+    parts = RowParts(np.zeros((0, 2), dtype=np.uint8), np.array([-1]), np.array([0, 2]),
+                     np.array([3, 9], dtype=np.uint32), np.array([False]))  # its 0s listed, where ALT is the minor
+    with pytest.raises(ValueError, match="lists its major allele's"):
+        minor_alleles(lambda: iter([parts]), 16, np.array([True]), 1)
 
 
 def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):

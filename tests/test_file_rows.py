@@ -11,6 +11,7 @@ from paths import PANEL
 
 from genimpute.errors import CheckpointError
 from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
+from genimpute.io.sparse_rows import SparseRows
 from genimpute.panel import ReferencePanel, packed_blocks, read_reference
 
 ROWS = np.random.default_rng(3).integers(0, 256, size=(500, 37), dtype=np.uint8)
@@ -87,7 +88,9 @@ def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
     path = tmp_path / "panel.gpanel"
     panel.save(path)
     loaded = read_reference(path)
-    assert isinstance(loaded.packed, FileRows)  # not read whole
+    assert isinstance(loaded.packed, SparseRows)  # not read whole: its parts are rows of the file
+    assert isinstance(loaded.packed.whole, FileRows) and isinstance(loaded.packed.positions, FileRows)
+    assert 0 < np.count_nonzero(loaded.packed.whole_at < 0) < len(panel)  # some records listed, some whole
     rows = np.array([0, 2, 3, len(panel) - 1])
     np.testing.assert_array_equal(loaded.haplotypes(rows), panel.haplotypes(rows))
     assert loaded.fingerprint() == panel.fingerprint()

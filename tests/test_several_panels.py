@@ -54,12 +54,12 @@ def test_a_vcf_panel_is_read_through_a_spool_into_one_array_as_a_compact_one(tmp
     run(["-q", "panel", str(PANEL), "--out", str(compact)])
     spooled = []
 
-    class Spool(training_set.RowSpool):
+    class Spool(training_set.SparseSpool):
         def append(self, block):
             spooled.append(len(block))
             super().append(block)
 
-    monkeypatch.setattr(training_set, "RowSpool", Spool)
+    monkeypatch.setattr(training_set, "SparseSpool", Spool)
     (from_vcf, _), (from_compact, _) = training_set.training_panels([PANEL, compact], [ARRAY, ARRAY], None, tmp_path)
     assert sum(spooled) == len(from_vcf)  # the VCF's records went through the spool, the compact panel's did not
     assert isinstance(from_vcf.packed, np.ndarray) and isinstance(from_compact.packed, np.ndarray)

@@ -47,7 +47,7 @@ class FileRows:
     def __getitem__(self, rows) -> np.ndarray:
         if isinstance(rows, (int, np.integer)):
             return self[np.array([rows])][0]
-        rows = np.arange(len(self))[rows] if isinstance(rows, slice) else np.asarray(rows)
+        rows = np.arange(*rows.indices(len(self))) if isinstance(rows, slice) else np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         rows = rows.astype(np.int64).ravel()

@@ -47,7 +47,7 @@ class PanelData:
 
 class PackedBlocks:
     """Where read_panel puts the packed records, block after block: kept in
-    memory (rows(): one array). genimpute.io.file_rows.RowSpool, with the
+    memory (rows(): one array). genimpute.io.sparse_rows.SparseSpool, with the
     same methods, puts them in a file instead."""
 
     def __init__(self):
@@ -252,7 +252,7 @@ def read_panel(path: str | Path, packed=None) -> PanelData:
     record becomes one record per ALT at its position (allele 1 = that ALT,
     anything else 0), as `bcftools norm -m -any` splits it. Unphased
     heterozygous or missing calls are rejected. `packed`: where the packed
-    records go (PackedBlocks by default, or a RowSpool)."""
+    records go (PackedBlocks by default, or a SparseSpool)."""
     packed = PackedBlocks() if packed is None else packed
     vcf = open_vcf(path)
     samples = list(vcf.samples)

@@ -1,0 +1,238 @@
+"""Bit-packed rows (np.packbits of a record's haplotypes) kept two ways:
+whole, or as the positions of the row's rarer bit value where listing them
+takes fewer bytes than the row. Most records of a large panel are rare
+(at 100,000 samples over 1 Mb the median record has 10 carriers among
+200,000 haplotypes, a 25,000-byte row), so most rows become short lists.
+
+A row is listed by its bit positions over all of its 8 * W bits, padding
+included: a row whose rarer value is 0 lists its padding bits too, so it
+comes back bit for bit without knowing how many haplotypes the row holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+
+from genimpute.io.file_rows import FileRows, RowSpool
+
+POSITION = np.dtype(np.uint32)  # a listed bit's position in its row: rows of up to 2^32 bits
+
+_ONES_IN_BYTE = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+def ones_in_rows(block: np.ndarray) -> np.ndarray:
+    """(n,) int64 the 1 bits of each row of the uint8 block (n, W)."""
+    return _ONES_IN_BYTE[block].sum(axis=1, dtype=np.int64)
+
+
+def listed_rows(ones: np.ndarray, width: int) -> np.ndarray:
+    """Which rows of `width` bytes with these counts of 1 bits are kept as
+    lists: those whose rarer value's positions take fewer bytes than the row."""
+    return np.minimum(ones, 8 * width - ones) * POSITION.itemsize < width
+
+
+@dataclass
+class RowParts:
+    """Some rows of a SparseRows, as kept: whole_at[i] is row i's row in
+    `whole`, or -1 when it is listed, as positions[starts[i]:starts[i + 1]]
+    of its 1 bits (ones_listed[i]) or of its 0 bits."""
+
+    whole: np.ndarray  # (k, W) uint8
+    whole_at: np.ndarray  # (n,) int64
+    starts: np.ndarray  # (n + 1,) int64
+    positions: np.ndarray  # (P,) uint32, ascending within a row
+    ones_listed: np.ndarray  # (n,) bool
+
+
+def row_parts(rows_of, rows: np.ndarray) -> RowParts:
+    """The parts of rows `rows` of `rows_of`: a SparseRows's as it keeps
+    them, any other 2-D array's (or FileRows's) whole."""
+    if isinstance(rows_of, SparseRows):
+        return rows_of.parts(rows)
+    n = len(rows)
+    return RowParts(rows_of[rows], np.arange(n, dtype=np.int64), np.zeros(n + 1, dtype=np.int64),
+                    np.empty(0, dtype=POSITION), np.zeros(n, dtype=bool))
+
+
+def parts_in_blocks(rows_of, rows: np.ndarray, block_bytes: int):
+    """row_parts of `rows`, of about block_bytes of whole rows at a time."""
+    step = max(1, block_bytes // max(1, rows_of.shape[1]))
+    for start in range(0, len(rows), step):
+        yield row_parts(rows_of, rows[start:start + step])
+
+
+class SparseRows:
+    """(M, W) uint8 bit rows, each whole (a row of `whole`) or listed (a
+    span of `positions`); read by indexing (a slice, an integer, an integer
+    array or a mask) as the whole rows, like FileRows. `whole` and
+    `positions` (P, 1) are arrays or FileRows."""
+
+    ndim = 2
+    dtype = np.dtype(np.uint8)
+
+    def __init__(self, whole, positions, whole_at: np.ndarray, starts: np.ndarray, ones_listed: np.ndarray):
+        self.whole, self.positions = whole, positions
+        self.whole_at, self.starts, self.ones_listed = whole_at, starts, ones_listed
+        self.shape = (len(whole_at), int(whole.shape[1]))
+        if len(starts) != len(whole_at) + 1 or len(ones_listed) != len(whole_at):
+            raise ValueError(f"expected {len(whole_at) + 1} starts and {len(whole_at)} flags; "
+                             f"found {len(starts)} and {len(ones_listed)}")
+        if int(starts[-1]) != len(positions) or np.count_nonzero(whole_at >= 0) != len(whole):
+            raise ValueError(f"expected {int(starts[-1])} positions and {np.count_nonzero(whole_at >= 0)} whole "
+                             f"rows; found {len(positions)} and {len(whole)}")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        if isinstance(rows, (int, np.integer)):
+            return self[np.array([rows])][0]
+        parts = self.parts(_row_numbers(rows, len(self)))
+        out = np.empty((len(parts.whole_at), self.shape[1]), dtype=np.uint8)
+        kept_whole = parts.whole_at >= 0
+        out[kept_whole] = parts.whole[parts.whole_at[kept_whole]]
+        _fill_listed(out, np.flatnonzero(~kept_whole), parts.starts, parts.positions, parts.ones_listed)
+        return out
+
+    def parts(self, rows: np.ndarray) -> RowParts:
+        """RowParts of these rows (integers), their whole rows and
+        positions read in the rows' order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        at = self.whole_at[rows]
+        whole = self.whole[at[at >= 0]]
+        whole_at = np.full(len(rows), -1, dtype=np.int64)
+        whole_at[at >= 0] = np.arange(len(whole))
+        first, stop = self.starts[rows], self.starts[rows + 1]
+        starts = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(stop - first, out=starts[1:])
+        return RowParts(whole, whole_at, starts, _read_spans(self.positions, first, stop), self.ones_listed[rows])
+
+    def ones(self) -> np.ndarray:
+        """(M,) int64 the 1 bits of each row, padding included."""
+        counts = np.empty(len(self), dtype=np.int64)
+        kept_whole = self.whole_at >= 0
+        counts[kept_whole] = np.concatenate([np.empty(0, dtype=np.int64), *map(ones_in_rows, _blocks(self.whole))])
+        listed = np.diff(self.starts)[~kept_whole]
+        counts[~kept_whole] = np.where(self.ones_listed[~kept_whole], listed, 8 * self.shape[1] - listed)
+        return counts
+
+
+def _row_numbers(rows, n: int) -> np.ndarray:
+    """Rows given as a slice, an integer array or a mask, as int64 row numbers."""
+    if isinstance(rows, slice):
+        return np.arange(*rows.indices(n), dtype=np.int64)
+    rows = np.asarray(rows)
+    rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64).ravel()
+    if len(rows) and (rows.min() < -n or rows.max() >= n):
+        raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for {n} rows")
+    return np.where(rows < 0, rows + n, rows)
+
+
+def _blocks(rows, block_bytes: int = 64 << 20):
+    step = max(1, block_bytes // max(1, rows.shape[1]))
+    for start in range(0, len(rows), step):
+        yield rows[start:start + step]
+
+
+def _read_spans(positions, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """positions[first[i]:stop[i]] for each i, joined: spans that follow
+    one another are read as one run (a FileRows read each run at once)."""
+    nonempty = stop > first
+    first, stop = first[nonempty], stop[nonempty]
+    if not len(first):
+        return np.empty(0, dtype=POSITION)
+    breaks = np.flatnonzero(first[1:] != stop[:-1]) + 1
+    run_first, run_stop = first[np.r_[0, breaks]], stop[np.r_[breaks - 1, len(stop) - 1]]
+    return np.concatenate([positions[a:b] for a, b in zip(run_first.tolist(), run_stop.tolist())]).reshape(-1)
+
+
+@nb.njit(cache=True)
+def _fill_listed(out, rows, starts, positions, ones_listed):
+    """Write each listed row rows[k] of out from its positions: its 1 bits,
+    or its 0 bits."""
+    for r in rows:
+        set_ones = ones_listed[r]
+        out[r, :] = 0 if set_ones else 255
+        for p in positions[starts[r]:starts[r + 1]]:
+            if set_ones:
+                out[r, p >> 3] |= np.uint8(128 >> (p & 7))
+            else:
+                out[r, p >> 3] &= np.uint8(255 ^ (128 >> (p & 7)))
+
+
+@nb.njit(cache=True)
+def _list_positions(block, rows, ones_listed, starts, out):
+    """Write the positions of the 1 bits (ones_listed[k]) or 0 bits of row
+    rows[k] of block to out[starts[k]:starts[k + 1]]."""
+    for k in range(len(rows)):
+        flip = 0 if ones_listed[k] else 255
+        at = starts[k]
+        for byte in range(block.shape[1]):
+            value = block[rows[k], byte] ^ flip
+            bit = 0
+            while value:
+                if value & 128:
+                    out[at] = byte * 8 + bit
+                    at += 1
+                value = (value << 1) & 255
+                bit += 1
+
+
+class SparseSpool:
+    """Blocks of bit rows appended, each row kept whole or listed, in
+    unnamed temporary files in `directory` (RowSpool's), read back as
+    SparseRows (rows()) until the spool is closed. Where a panel's packed
+    records go as they are read (genimpute.io.vcf_reader.read_panel)."""
+
+    def __init__(self, directory: str | Path):
+        self.whole = RowSpool(directory)
+        self.positions = RowSpool(directory, dtype=POSITION)
+        self.reset()
+
+    def __enter__(self) -> "SparseSpool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.whole.file.close()
+        self.positions.file.close()
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def reset(self) -> None:
+        """Drop every row appended."""
+        self.whole.reset()
+        self.positions.reset()
+        self.whole_at, self.lengths, self.ones_listed, self.n_rows = [], [], [], 0
+
+    def append(self, block: np.ndarray) -> None:
+        block = np.ascontiguousarray(block, dtype=np.uint8)
+        ones = ones_in_rows(block)
+        listed = listed_rows(ones, block.shape[1])
+        ones_listed = listed & (2 * ones <= 8 * block.shape[1])
+        lengths = np.where(listed, np.where(ones_listed, ones, 8 * block.shape[1] - ones), 0)
+        whole_at = np.full(len(block), -1, dtype=np.int64)
+        whole_at[~listed] = len(self.whole) + np.arange(np.count_nonzero(~listed))
+        rows = np.flatnonzero(listed)
+        starts = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths[rows], out=starts[1:])
+        positions = np.empty(starts[-1], dtype=POSITION)
+        _list_positions(block, rows, ones_listed[rows], starts, positions)
+        self.whole.append(block[~listed])
+        self.positions.append(positions.reshape(-1, 1))
+        self.whole_at.append(whole_at)
+        self.lengths.append(lengths)
+        self.ones_listed.append(ones_listed)
+        self.n_rows += len(block)
+
+    def rows(self) -> SparseRows:
+        lengths = np.concatenate(self.lengths) if self.lengths else np.empty(0, dtype=np.int64)
+        starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        whole_at = np.concatenate(self.whole_at) if self.whole_at else np.empty(0, dtype=np.int64)
+        ones_listed = np.concatenate(self.ones_listed) if self.ones_listed else np.empty(0, dtype=bool)
+        return SparseRows(self.whole.rows(), self.positions.rows(), whole_at, starts, ones_listed)
