@@ -35,7 +35,7 @@ class TiledRows:
     time)."""
 
     def __init__(self, source: np.ndarray, copies: int):
-        self.source, self.shape = source, (copies * len(source), source.shape[1])
+        self.source, self.shape, self.dtype = source, (copies * len(source), source.shape[1]), source.dtype
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -15,7 +15,7 @@ from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode
 from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
-from genimpute.io.file_rows import FileRows, npz_rows, write_npz
+from genimpute.io.file_rows import FileRows, npz_rows, packed_blocks, write_npz
 from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_in_rows
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
@@ -36,14 +36,6 @@ def _join(strings: list) -> np.ndarray:
 
 def _split(blob: np.ndarray) -> list:
     return blob.tobytes().decode().split("\n")
-
-
-def packed_blocks(packed, block_bytes: int = 64 << 20, rows: np.ndarray | None = None):
-    """The rows of packed (M, W), an array or FileRows (every one, or those
-    numbered in `rows`, in its order), a block of about block_bytes at a time."""
-    step = max(1, block_bytes // max(1, packed.shape[1]))
-    for start in range(0, len(packed) if rows is None else len(rows), step):
-        yield packed[start:start + step] if rows is None else packed[rows[start:start + step]]
 
 
 def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:

@@ -10,9 +10,9 @@ import pytest
 from paths import PANEL
 
 from genimpute.errors import CheckpointError
-from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, write_npz
+from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, packed_blocks, write_npz
 from genimpute.io.sparse_rows import SparseRows
-from genimpute.panel import ReferencePanel, packed_blocks, read_reference
+from genimpute.panel import ReferencePanel, read_reference
 
 ROWS = np.random.default_rng(3).integers(0, 256, size=(500, 37), dtype=np.uint8)
 
@@ -25,7 +25,7 @@ def stored(tmp_path):
 
 
 @pytest.mark.parametrize("rows", [
-    slice(None), slice(10, 20), slice(480, 600), slice(0, 0), slice(None, None, 7),
+    slice(None), slice(10, 20), slice(480, 600), slice(0, 0), slice(20, 10), slice(-5, None), slice(None, None, 7),
     [5, 3, 3, 499, 0, 1, 2],  # unsorted and repeated
     [0, 1, 2, 3, 200, 201, 499],  # runs of consecutive rows
     [],

@@ -23,6 +23,15 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header: 
 _MAX_READ = 1 << 30  # bytes per pread: Linux reads at most about 2 GB per call
 
 
+def packed_blocks(packed, block_bytes: int = 64 << 20, rows: np.ndarray | None = None):
+    """The rows of packed (M, W), an array, FileRows or SparseRows (every
+    one, or those numbered in `rows`, in its order), a block of about
+    block_bytes at a time."""
+    step = max(1, block_bytes // max(1, packed.shape[1] * packed.dtype.itemsize))
+    for start in range(0, len(packed) if rows is None else len(rows), step):
+        yield packed[start:start + step] if rows is None else packed[rows[start:start + step]]
+
+
 class FileRows:
     """The rows of a C-ordered 2-D array at `offset` in a file, read when
     indexed (by a slice, an integer, an integer array or a mask) as an
@@ -47,6 +56,12 @@ class FileRows:
     def __getitem__(self, rows) -> np.ndarray:
         if isinstance(rows, (int, np.integer)):
             return self[np.array([rows])][0]
+        if isinstance(rows, slice) and rows.indices(len(self))[2] == 1:  # one run, read without numbering its rows
+            start, stop, _ = rows.indices(len(self))
+            out = np.empty((max(0, stop - start), self.shape[1]), dtype=self.dtype)
+            if out.size:
+                self._read_runs([start], [len(out)], out)
+            return out
         rows = np.arange(*rows.indices(len(self))) if isinstance(rows, slice) else np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
@@ -69,14 +84,20 @@ class FileRows:
         """Read ascending `rows` into out, each run of consecutive rows in one read."""
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         starts, ends = np.r_[0, breaks], np.r_[breaks, len(rows)]
+        self._read_runs(rows[starts].tolist(), (ends - starts).tolist(), out)
+
+    def _read_runs(self, firsts: list, lengths: list, out: np.ndarray) -> None:
+        """Read the runs of lengths[i] rows from row firsts[i] into out, one after another."""
         fd = os.open(self.path, os.O_RDONLY) if self.fd is None else self.fd
         try:
             if _stamp(fd) != self.stamp:
                 raise CheckpointError(f"{self.path}: the file changed while in use; expected it unchanged")
             view = memoryview(out.reshape(-1).view(np.uint8))
-            for start, end in zip(starts.tolist(), ends.tolist()):
-                self._pread_into(fd, view[start * self.row_bytes:end * self.row_bytes],
-                                 self.offset + int(rows[start]) * self.row_bytes)
+            at = 0
+            for first, n in zip(firsts, lengths):
+                self._pread_into(fd, view[at * self.row_bytes:(at + n) * self.row_bytes],
+                                 self.offset + first * self.row_bytes)
+                at += n
         finally:
             if self.fd is None:
                 os.close(fd)

@@ -17,16 +17,22 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-from genimpute.io.file_rows import FileRows, RowSpool
+from genimpute.io.file_rows import RowSpool, packed_blocks
 
 POSITION = np.dtype(np.uint32)  # a listed bit's position in its row: rows of up to 2^32 bits
 
 _ONES_IN_BYTE = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
-def ones_in_rows(block: np.ndarray) -> np.ndarray:
-    """(n,) int64 the 1 bits of each row of the uint8 block (n, W)."""
-    return _ONES_IN_BYTE[block].sum(axis=1, dtype=np.int64)
+@nb.njit(cache=True)
+def ones_in_rows(block):
+    """(n,) int64 the 1 bits of each row of the uint8 block (n, W), counted
+    in place: looked up as an array, a block took another of its size."""
+    ones = np.zeros(len(block), dtype=np.int64)
+    for r in range(len(block)):
+        for value in block[r]:
+            ones[r] += _ONES_IN_BYTE[value]
+    return ones
 
 
 def listed_rows(ones: np.ndarray, width: int) -> np.ndarray:
@@ -115,7 +121,7 @@ class SparseRows:
         """(M,) int64 the 1 bits of each row, padding included."""
         counts = np.empty(len(self), dtype=np.int64)
         kept_whole = self.whole_at >= 0
-        counts[kept_whole] = np.concatenate([np.empty(0, dtype=np.int64), *map(ones_in_rows, _blocks(self.whole))])
+        counts[kept_whole] = np.concatenate([np.empty(0, dtype=np.int64), *map(ones_in_rows, packed_blocks(self.whole))])
         listed = np.diff(self.starts)[~kept_whole]
         counts[~kept_whole] = np.where(self.ones_listed[~kept_whole], listed, 8 * self.shape[1] - listed)
         return counts
@@ -130,12 +136,6 @@ def _row_numbers(rows, n: int) -> np.ndarray:
     if len(rows) and (rows.min() < -n or rows.max() >= n):
         raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for {n} rows")
     return np.where(rows < 0, rows + n, rows)
-
-
-def _blocks(rows, block_bytes: int = 64 << 20):
-    step = max(1, block_bytes // max(1, rows.shape[1]))
-    for start in range(0, len(rows), step):
-        yield rows[start:start + step]
 
 
 def _read_spans(positions, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
