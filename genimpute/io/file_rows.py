@@ -1,9 +1,9 @@
 """2-D arrays kept in files and read a few rows at a time: in an
 uncompressed .npz (np.savez's layout; write_npz writes one with an array
-streamed in blocks) or spooled to a file block by block. A panel's packed
-haplotypes (1.25 GB for 16,000 samples over 10 Mb, about 8 GB for a
-chromosome) need then never be whole in memory, to convert or to impute:
-only a block of them, or the rows of the segment being imputed.
+streamed in blocks) or spooled to a file block by block. A panel's records
+(genimpute.io.sparse_rows keeps them in two such arrays) need then never
+be whole in memory, to convert or to impute: only a block of them, or the
+rows of the segment being imputed.
 """
 
 from __future__ import annotations
@@ -157,6 +157,10 @@ class RowSpool:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Delete the spooled rows: FileRows read from them fail from then on."""
         self.file.close()
 
     def __len__(self) -> int:

@@ -100,7 +100,7 @@ class SparseRows:
         parts = self.parts(_row_numbers(rows, len(self)))
         out = np.empty((len(parts.whole_at), self.shape[1]), dtype=np.uint8)
         kept_whole = parts.whole_at >= 0
-        out[kept_whole] = parts.whole[parts.whole_at[kept_whole]]
+        out[kept_whole] = parts.whole  # in the rows' order
         _fill_listed(out, np.flatnonzero(~kept_whole), parts.starts, parts.positions, parts.ones_listed)
         return out
 
@@ -121,7 +121,8 @@ class SparseRows:
         """(M,) int64 the 1 bits of each row, padding included."""
         counts = np.empty(len(self), dtype=np.int64)
         kept_whole = self.whole_at >= 0
-        counts[kept_whole] = np.concatenate([np.empty(0, dtype=np.int64), *map(ones_in_rows, packed_blocks(self.whole))])
+        whole_counts = [ones_in_rows(block) for block in packed_blocks(self.whole)]
+        counts[kept_whole] = np.concatenate(whole_counts) if whole_counts else 0
         listed = np.diff(self.starts)[~kept_whole]
         counts[~kept_whole] = np.where(self.ones_listed[~kept_whole], listed, 8 * self.shape[1] - listed)
         return counts
@@ -197,8 +198,8 @@ class SparseSpool:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.whole.file.close()
-        self.positions.file.close()
+        self.whole.close()
+        self.positions.close()
 
     def __len__(self) -> int:
         return self.n_rows
