@@ -87,11 +87,16 @@ class ModelFormatError(CheckpointError):
 # "unsure", and spin's "evidence"; one of formats 1 to 4 has none of them and
 # reads as it was trained: the axial layers reading the whole window
 # (local_columns 0), spin without evidence.
+# Format 6: panel.npz keeps a rare record as the list of its carriers
+# (genimpute.io.sparse_rows; a compact panel's format genimpute-panel/2); one of
+# formats 1 to 5 keeps every record whole ("packed"), and reads as before. A
+# genimpute that reads formats up to 5 would take the new panel.npz for a
+# corrupted one; it says instead that the directory is of a newer format.
 #
 # Retiring format 1 is deleting its branches here (and ReferencePanel.load's
 # centimorgans_optional) and letting FIRST_FORMAT be 2.
 FORMAT_NAME = "genimpute-model"
-FIRST_FORMAT, FORMAT = 1, 5  # the oldest format read, and the one written
+FIRST_FORMAT, FORMAT = 1, 6  # the oldest format read, and the one written
 
 # config settings whose default changed when they were added: the rest take their config class's
 _FORMAT1_CONFIG = {"window": {"near_weight": 1}, "model": {"rows_per_gap": 0}}
