@@ -267,17 +267,22 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
               help="Genetic map placing the records in cM (PLINK or shapeit4 format) [default: 1 cM per Mb].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
 @_threads_option
-def panel(ref, out, genetic_map, force):
-    """Convert a reference panel VCF/BCF into a compact file (bit-packed
-    haplotypes, records, genetic positions) that `impute --ref` and `train
-    --ref` read without parsing VCF."""
+@click.pass_context
+def panel(ctx, ref, out, genetic_map, force):
+    """Convert a reference panel VCF/BCF into a compact file (records,
+    genetic positions, and each record's haplotypes bit-packed or, for a
+    rare one, as its carriers' list) that `impute --ref` and `train --ref`
+    read without parsing VCF."""
+    import os
     import time
 
     from genimpute.panel import convert_to_compact
 
     started = time.monotonic()
-    reference = _run(convert_to_compact, ref, out, genetic_map, force)
-    click.echo(f"wrote {out}: {len(reference)} records, {len(reference.samples)} samples, "
+    reference = _run(convert_to_compact, ref, out, genetic_map, force, ctx.obj["progress"])
+    listed = (reference.packed.whole_at < 0).mean() if len(reference) else 0.0
+    click.echo(f"wrote {out}: {len(reference)} records ({listed:.1%} kept as carriers' lists), "
+               f"{len(reference.samples)} samples, {os.path.getsize(out) / 1e6:.1f} MB, "
                f"{time.monotonic() - started:.1f} s")
 
 

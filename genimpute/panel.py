@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
+import time
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
@@ -217,13 +220,40 @@ def _stored_rows(path: str | Path, z) -> SparseRows | FileRows:
                       z["ones_listed"])
 
 
+class _ShownSpool(SparseSpool):
+    """A SparseSpool that shows how many records it holds as they come: a
+    bar on a terminal (`shown`), and a log line every LOG_EVERY records."""
+
+    LOG_EVERY = 200_000
+
+    def __init__(self, directory: str | Path, shown: bool):
+        self.bar = tqdm(desc="panel", unit=" records", disable=not shown, file=sys.stderr)
+        self.started = time.monotonic()
+        super().__init__(directory)
+
+    def __exit__(self, *exc) -> None:
+        self.bar.close()
+        super().__exit__(*exc)
+
+    def reset(self) -> None:
+        super().reset()
+        self.bar.reset()
+
+    def append(self, block: np.ndarray) -> None:
+        before = len(self)
+        super().append(block)
+        self.bar.update(len(block))
+        if len(self) // self.LOG_EVERY > before // self.LOG_EVERY:
+            log.info("read %d records in %.0f s", len(self), time.monotonic() - self.started)
+
+
 def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Path | None = None,
-                       force: bool = False) -> ReferencePanel:
+                       force: bool = False, progress: bool = False) -> ReferencePanel:
     """Read a panel VCF/BCF (placed in cM by `genetic_map`, if given) and
     write it as a compact panel for read_reference, whole or not at all.
-    The packed records are spooled to a temporary file beside it as they
-    are read, then copied into it: memory holds the records' descriptions
-    and a block of records."""
+    The records are spooled to temporary files beside it as they are read
+    (`progress`: with a bar), then copied into it: memory holds the
+    records' descriptions and a block of records."""
     path = Path(path)
     if path.exists() and not force:
         raise InputError(f"{path} exists; use --force to overwrite it")
@@ -231,7 +261,7 @@ def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Pat
         genetic_map = GeneticMap(genetic_map)  # read before the panel: a bad map stops the run at once
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with SparseSpool(path.parent) as spool:
+        with _ShownSpool(path.parent, progress) as spool:
             panel = ReferencePanel.from_vcf(vcf, spool)
             if genetic_map is not None:
                 panel = panel.with_genetic_map(genetic_map)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 from paths import ARRAY, PANEL, TARGET_PHASED, TARGET_TRUTH, TARGET_UNPHASED
 
+from genimpute import panel as panel_module
 from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.vcf_reader import read_target
@@ -116,6 +118,20 @@ def test_a_panel_converted_through_a_spool_is_the_panel_of_its_vcf(panel, tmp_pa
     assert converted.fingerprint() == panel.fingerprint()
     np.testing.assert_array_equal(converted.alt_freq, panel.alt_freq)
     assert [p.name for p in tmp_path.iterdir()] == ["panel.gpanel"]  # neither spool nor partial file left
+
+
+def test_a_conversion_logs_the_records_read_as_it_goes(tmp_path, monkeypatch, caplog):
+    def logged_counts(every: int) -> list:
+        monkeypatch.setattr(panel_module._ShownSpool, "LOG_EVERY", every)
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="genimpute.panel"):
+            convert_to_compact(PANEL, tmp_path / "panel.gpanel", force=True, progress=True)
+        return [int(r.getMessage().split()[1]) for r in caplog.records if r.getMessage().startswith("read ")]
+
+    counts = logged_counts(100)  # 1,258 records, read in blocks
+    assert counts and counts == sorted(set(counts)) and counts[-1] <= 1258
+    assert all(c >= 100 * (i + 1) for i, c in enumerate(counts))
+    assert logged_counts(10_000) == []
 
 
 def test_save_writes_exactly_the_given_path(panel, tmp_path):
