@@ -149,11 +149,14 @@ class ReferencePanel:
         return h.hexdigest()
 
     def in_memory(self) -> "ReferencePanel":
-        """The panel with its packed records in memory (itself, if they
-        are): for the window models, which read a window's records at every
-        step, 15 times slower from the file when they are scattered (1.4 ms
-        for 300 records of the dev panel's 991 samples)."""
-        return self if isinstance(self.packed, np.ndarray) else replace(self, packed=self.packed[:])
+        """The panel with its records in memory (itself, if they are), as
+        kept (SparseRows.in_memory: the rare ones listed) or bit-packed: for
+        the window models, which read a window's records at every step, 15
+        times slower from the file when they are scattered (1.4 ms for 300
+        records of the dev panel's 991 samples)."""
+        if isinstance(self.packed, np.ndarray):
+            return self
+        return replace(self, packed=self.packed.in_memory() if isinstance(self.packed, SparseRows) else self.packed[:])
 
     # --- persistence -----------------------------------------------------
     def save(self, path: str | Path) -> None:

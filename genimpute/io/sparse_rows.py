@@ -117,6 +117,10 @@ class SparseRows:
         np.cumsum(stop - first, out=starts[1:])
         return RowParts(whole, whole_at, starts, _read_spans(self.positions, first, stop), self.ones_listed[rows])
 
+    def in_memory(self) -> "SparseRows":
+        """These rows with their whole rows and positions read into memory."""
+        return SparseRows(self.whole[:], self.positions[:], self.whole_at, self.starts, self.ones_listed)
+
     def ones(self) -> np.ndarray:
         """(M,) int64 the 1 bits of each row, padding included."""
         counts = np.empty(len(self), dtype=np.int64)
