@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from paths import PANEL
 
-from genimpute.io.file_rows import write_npz
+from genimpute.errors import CheckpointError
+from genimpute.io.file_rows import npz_rows, write_npz
 from genimpute.io.sparse_rows import SparseRows, SparseSpool, listed_rows, ones_in_rows, row_parts
 from genimpute.panel import COMPACT_FORMAT, ReferencePanel, alt_counts, read_reference
 
@@ -86,10 +87,49 @@ def test_parts_keep_each_rows_own_positions_in_the_rows_order(spool):
     assert (whole.whole_at >= 0).all() and whole.starts[-1] == 0
 
 
-def test_rows_out_of_range_are_refused(spool):
-    sparse = _spooled(spool, _rows(65))
+def test_rows_out_of_range_are_refused_and_negative_ones_count_from_the_end(spool):
+    rows = _rows(1001)
+    sparse = _spooled(spool, rows)
     with pytest.raises(IndexError, match="out of range"):
         sparse[np.array([0, len(sparse)])]
+    ends = row_parts(sparse, np.array([-1, -3]))
+    np.testing.assert_array_equal(ends.ones_listed, sparse.ones_listed[[-1, -3]])
+    np.testing.assert_array_equal(np.diff(ends.starts), np.diff(sparse.starts)[[-1, -3]])
+
+
+def test_a_compact_panels_listed_rows_read_in_any_order_from_the_file(tmp_path):
+    panel = ReferencePanel.from_vcf(PANEL)
+    panel.save(tmp_path / "panel.gpanel")
+    loaded = read_reference(tmp_path / "panel.gpanel")
+    order = np.random.default_rng(3).permutation(len(panel))[:300]
+    np.testing.assert_array_equal(loaded.packed[order], panel.packed[order])
+    parts = row_parts(loaded.packed, order)
+    listed = np.flatnonzero(parts.whole_at < 0)
+    assert len(listed) > 100
+    for i in listed[:50]:
+        bits = np.unpackbits(panel.packed[order[i]])
+        np.testing.assert_array_equal(parts.positions[parts.starts[i]:parts.starts[i + 1]],
+                                      np.flatnonzero(bits == parts.ones_listed[i]))
+
+
+@pytest.mark.parametrize("value", [405, 4_000_000_000])  # within the rows' bytes but not its row; beyond them all
+def test_a_corrupted_position_is_an_error_not_a_write_elsewhere(tmp_path, value):
+    panel = ReferencePanel.from_vcf(PANEL)
+    path = tmp_path / "panel.gpanel"
+    panel.save(path)
+    member = npz_rows(path, "listed")
+    with open(path, "r+b") as handle:  # the first listed position
+        handle.seek(member.offset)
+        handle.write(np.array([value], dtype=np.uint32).tobytes())
+    loaded = read_reference(path)
+    with pytest.raises(CheckpointError, match="expected bit positions below 400"):
+        loaded.packed[:]
+
+
+def test_rows_numbered_out_of_order_are_refused():
+    with pytest.raises(ValueError, match="numbered in order"):
+        SparseRows(np.zeros((2, 2), np.uint8), np.zeros((0, 1), np.uint32), np.array([1, 0]), np.zeros(3, np.int64),
+                   np.zeros(2, bool))
 
 
 def test_a_reset_spool_drops_the_rows_appended(tmp_path):

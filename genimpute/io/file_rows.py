@@ -80,6 +80,15 @@ class FileRows:
         out[order] = in_order
         return out
 
+    def runs(self, firsts: list, lengths: list) -> np.ndarray:
+        """The runs of lengths[i] rows from row firsts[i], one after another, read with one open of the file."""
+        if any(f < 0 or f + n > len(self) for f, n in zip(firsts, lengths)):
+            raise IndexError(f"runs out of range for {len(self)} rows")
+        out = np.empty((sum(lengths), self.shape[1]), dtype=self.dtype)
+        if out.size:
+            self._read_runs(firsts, lengths, out)
+        return out
+
     def _read_sorted(self, rows: np.ndarray, out: np.ndarray) -> None:
         """Read ascending `rows` into out, each run of consecutive rows in one read."""
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1

@@ -17,7 +17,8 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-from genimpute.io.file_rows import RowSpool, packed_blocks
+from genimpute.errors import CheckpointError
+from genimpute.io.file_rows import FileRows, RowSpool, packed_blocks
 
 POSITION = np.dtype(np.uint32)  # a listed bit's position in its row: rows of up to 2^32 bits
 
@@ -90,6 +91,8 @@ class SparseRows:
         if int(starts[-1]) != len(positions) or np.count_nonzero(whole_at >= 0) != len(whole):
             raise ValueError(f"expected {int(starts[-1])} positions and {np.count_nonzero(whole_at >= 0)} whole "
                              f"rows; found {len(positions)} and {len(whole)}")
+        if starts[0] != 0 or np.any(np.diff(starts) < 0) or np.any(whole_at[whole_at >= 0] != np.arange(len(whole))):
+            raise ValueError("expected starts ascending from 0 and the whole rows numbered in order; found neither")
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -97,17 +100,19 @@ class SparseRows:
     def __getitem__(self, rows) -> np.ndarray:
         if isinstance(rows, (int, np.integer)):
             return self[np.array([rows])][0]
-        parts = self.parts(_row_numbers(rows, len(self)))
+        parts = self.parts(rows)
         out = np.empty((len(parts.whole_at), self.shape[1]), dtype=np.uint8)
         kept_whole = parts.whole_at >= 0
         out[kept_whole] = parts.whole  # in the rows' order
-        _fill_listed(out, np.flatnonzero(~kept_whole), parts.starts, parts.positions, parts.ones_listed)
+        if _fill_listed(out, np.flatnonzero(~kept_whole), parts.starts, parts.positions, parts.ones_listed):
+            raise CheckpointError(f"{getattr(self.positions, 'path', 'listed rows')}: expected bit positions below "
+                                  f"{8 * self.shape[1]}; found some beyond (corrupted)")
         return out
 
     def parts(self, rows: np.ndarray) -> RowParts:
-        """RowParts of these rows (integers), their whole rows and
-        positions read in the rows' order."""
-        rows = np.asarray(rows, dtype=np.int64)
+        """RowParts of these rows (integers, or a slice or mask), their
+        whole rows and positions read in the rows' order."""
+        rows = _row_numbers(rows, len(self))
         at = self.whole_at[rows]
         whole = self.whole[at[at >= 0]]
         whole_at = np.full(len(rows), -1, dtype=np.int64)
@@ -145,28 +150,34 @@ def _row_numbers(rows, n: int) -> np.ndarray:
 
 def _read_spans(positions, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
     """positions[first[i]:stop[i]] for each i, joined: spans that follow
-    one another are read as one run (a FileRows read each run at once)."""
+    one another are read as one run, and a FileRows's runs with one open of its file."""
     nonempty = stop > first
     first, stop = first[nonempty], stop[nonempty]
     if not len(first):
         return np.empty(0, dtype=POSITION)
     breaks = np.flatnonzero(first[1:] != stop[:-1]) + 1
     run_first, run_stop = first[np.r_[0, breaks]], stop[np.r_[breaks - 1, len(stop) - 1]]
+    if isinstance(positions, FileRows):
+        return positions.runs(run_first.tolist(), (run_stop - run_first).tolist()).reshape(-1)
     return np.concatenate([positions[a:b] for a, b in zip(run_first.tolist(), run_stop.tolist())]).reshape(-1)
 
 
 @nb.njit(cache=True)
 def _fill_listed(out, rows, starts, positions, ones_listed):
     """Write each listed row rows[k] of out from its positions: its 1 bits,
-    or its 0 bits."""
+    or its 0 bits. Whether a position lay beyond its row (then skipped)."""
+    beyond = False
     for r in rows:
         set_ones = ones_listed[r]
         out[r, :] = 0 if set_ones else 255
         for p in positions[starts[r]:starts[r + 1]]:
-            if set_ones:
+            if p >> 3 >= out.shape[1]:
+                beyond = True
+            elif set_ones:
                 out[r, p >> 3] |= np.uint8(128 >> (p & 7))
             else:
                 out[r, p >> 3] &= np.uint8(255 ^ (128 >> (p & 7)))
+    return beyond
 
 
 @nb.njit(cache=True)
@@ -195,7 +206,11 @@ class SparseSpool:
 
     def __init__(self, directory: str | Path):
         self.whole = RowSpool(directory)
-        self.positions = RowSpool(directory, dtype=POSITION)
+        try:
+            self.positions = RowSpool(directory, dtype=POSITION)
+        except OSError:
+            self.whole.close()
+            raise
         self.reset()
 
     def __enter__(self) -> "SparseSpool":
