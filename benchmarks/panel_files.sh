@@ -20,9 +20,10 @@ for tool in genimpute bref3 minimac4 /usr/bin/time; do
   command -v "$tool" > /dev/null || { echo "$tool not found" >&2; exit 1; }
 done
 
-mb() { echo "scale=1; $(stat -c %s "$1") / 1000000" | bc; }
+mb() { printf '%.1f' "$(echo "$(stat -c %s "$1") / 1000000" | bc -l)"; }
 
 for panel in "$@"; do
+  panel=$(realpath "$panel")  # read from OUT_DIR below
   name=$(basename "$panel" .vcf.gz)
   echo "$panel:"
   (

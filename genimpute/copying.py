@@ -585,7 +585,9 @@ def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, 
     to whole words; words: the same memory as uint64, each checked whole
     first, as most words of a rare record hold none of its carriers), or
     listed (whole_at[r] < 0) as the carriers of its minor allele,
-    positions[starts[r]:starts[r + 1]] (genimpute.io.sparse_rows). Each of
+    positions[starts[r]:starts[r + 1]] (genimpute.io.sparse_rows; a REF
+    list holds the row's padding too, at n_haplotypes or past it, which
+    no strip takes). Each of
     n_strips threads takes its own strip of haplotypes and fills their
     lists: the lists are disjoint, so the output is the same for any
     n_strips, and the writes, scattered over every haplotype's list, are

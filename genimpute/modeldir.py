@@ -4,8 +4,8 @@
     model.pt         final weights
     provenance.json  the directory's format, version, command line, each panel
                      (file, array, held-out samples), the panels' fingerprint, steps
-    panel.npz        the bit-packed reference panel the model was trained with
-                     (absent when it was trained on several panels)
+    panel.npz        the reference panel the model was trained with, as a compact
+                     panel keeps it (absent when it was trained on several panels)
     checkpoint.pt    training state for --resume (weights, optimizer, step), with its format
 
 Only this module knows the files' keys: the rest of genimpute reads and

@@ -546,7 +546,7 @@ def test_impute_refuses_a_missing_output_directory_before_reading_the_panel(tmp_
                           copying=CopyingSettings())
 
 
-@pytest.mark.parametrize("n_strips, block_rows", [(1, 45), (2, 45), (3, 7), (9, 1)])  # 9: more than a row's words
+@pytest.mark.parametrize("n_strips, block_rows", [(1, 45), (2, 45), (3, 7), (9, 1)])  # 9: strips of no words at 53
 @pytest.mark.parametrize("n_haplotypes", [53, 1001])  # 53: a ragged last byte; 1001: rare records listed
 @pytest.mark.parametrize("sparse", [False, True])
 def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(tmp_path, n_strips, block_rows, n_haplotypes,

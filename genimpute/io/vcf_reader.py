@@ -41,7 +41,7 @@ class Records:
 class PanelData:
     samples: list
     records: Records
-    packed: np.ndarray  # (M, ceil(H/8)) uint8, np.packbits of each record's haplotypes (or FileRows of them)
+    packed: np.ndarray  # (M, ceil(H/8)) uint8, np.packbits of each record's haplotypes (or the spool's SparseRows)
     n_haplotypes: int
 
 
