@@ -25,7 +25,7 @@ from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
 
 log = logging.getLogger(__name__)
 
-# `genimpute panel` files: the bit-packed panel with its genetic positions, read without parsing VCF.
+# `genimpute panel` files: the panel's records with their genetic positions, read without parsing VCF.
 # Format 2 keeps a rare record as the list of its carriers (genimpute.io.sparse_rows); format 1 kept
 # every record whole, and is read still (as is a model directory's panel.npz written then).
 COMPACT_FORMAT = "genimpute-panel/2"
