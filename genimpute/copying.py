@@ -587,11 +587,10 @@ def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, 
     listed (whole_at[r] < 0) as the carriers of its minor allele,
     positions[starts[r]:starts[r + 1]] (genimpute.io.sparse_rows; a REF
     list holds the row's padding too, at n_haplotypes or past it, which
-    no strip takes). Each of
-    n_strips threads takes its own strip of haplotypes and fills their
-    lists: the lists are disjoint, so the output is the same for any
-    n_strips, and the writes, scattered over every haplotype's list, are
-    most of the time."""
+    no strip takes). Each of n_strips threads takes its own strip of
+    haplotypes and fills their lists: the lists are disjoint, so the output
+    is the same for any n_strips, and the writes, scattered over every
+    haplotype's list, are most of the time."""
     n_words = words.shape[1]
     width = (n_words + n_strips - 1) // n_strips
     for strip in nb.prange(n_strips):
@@ -636,9 +635,9 @@ def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
     state and Mb, where reading every record grows with the panel's records
     (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
     The records are read twice, a block at a time (to count, then to
-    fill): a segment's untyped records take 0.3 GB at 16,000 samples and
-    would take several GB at 100,000 whole. The lists are built in n_strips
-    threads (_scan_minor)."""
+    fill): bit-packed, a segment's untyped records take 0.3 GB at 16,000
+    samples and would take several GB at 100,000. The lists are built in
+    n_strips threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
     for first, parts in _numbered(blocks()):
         _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,

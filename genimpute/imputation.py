@@ -20,8 +20,8 @@ from genimpute.config import CopyingSettings
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
-from genimpute.io.sparse_rows import SparseSpool
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
+from genimpute.io.sparse_rows import SparseSpool
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource

@@ -13,8 +13,8 @@ import numpy as np
 from genimpute.errors import InputError
 from genimpute.io.array_list import read_array_list
 from genimpute.io.genetic_map import GeneticMap
-from genimpute.modeldir import PanelRecord
 from genimpute.io.sparse_rows import SparseSpool
+from genimpute.modeldir import PanelRecord
 from genimpute.panel import ReferencePanel, array_typed_mask, is_compact, read_reference
 from genimpute.windows import Window, contig_rows, window_for_block
 

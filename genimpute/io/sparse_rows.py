@@ -92,7 +92,8 @@ class SparseRows:
             raise ValueError(f"expected {int(starts[-1])} positions and {np.count_nonzero(whole_at >= 0)} whole "
                              f"rows; found {len(positions)} and {len(whole)}")
         if starts[0] != 0 or np.any(np.diff(starts) < 0) or np.any(whole_at[whole_at >= 0] != np.arange(len(whole))):
-            raise ValueError("expected starts ascending from 0 and the whole rows numbered in order; found neither")
+            raise ValueError("expected starts ascending from 0 and the whole rows numbered in order; found them "
+                             "otherwise")
 
     def __len__(self) -> int:
         return self.shape[0]
