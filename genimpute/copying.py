@@ -65,6 +65,7 @@ import numpy as np
 
 from genimpute.config import CopyingSettings
 from genimpute.io.sparse_rows import parts_in_blocks
+from genimpute.runtime import release_freed_memory
 
 # queries whose states are chosen together (_walk), at most; their sightings take 128 x sites x 4 neighbours
 # int32 per thread (131 MB at 4,000 sites and 16 neighbours), and a group is made smaller where they would
@@ -1047,7 +1048,8 @@ class ContigModel:
         and about 0.1 GB (a few hundred records per Mb for each haplotype)."""
         first, last = segment.first, segment.last
         if self._index_of[0] != (first, last):
-            self._index_of = (None, None)  # the last segment's freed before this one's is built
+            self._index_of = self._tables_of = (None, None)  # the last segment's freed, and given back,
+            release_freed_memory()  # before this one's is built
             self._index_of = (first, last), self._index(first, last)
         if self._tables_of[0] != (start, stop, first):
             self._tables_of = (None, None)

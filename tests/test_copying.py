@@ -22,6 +22,7 @@ from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.sparse_rows import RowParts, SparseSpool, row_parts
+from genimpute.runtime import release_freed_memory
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target
 
@@ -357,6 +358,22 @@ def test_segments_cover_every_untyped_record_once_and_agree_with_one_pass():
     one = whole.probabilities(whole.segments()[0], queries, np.full(6, -1))[0]
     split = np.concatenate([pieces.probabilities(s, queries, np.full(6, -1))[0] for s in segments])
     assert np.abs(one - split).mean() < 0.01
+
+
+def test_each_new_segment_frees_the_last_ones_tables_and_gives_the_memory_back_first(monkeypatch):
+    rng = np.random.default_rng(5)
+    alleles = rng.integers(0, 2, (600, 40)).astype(np.uint8)
+    typed = rng.random(600) < 0.2
+    model = ContigModel(_panel(alleles), 0, typed, CopyingSettings(segment_sites=30, margin_sites=10))
+    released = []
+    monkeypatch.setattr(copying, "release_freed_memory",
+                        lambda: released.append((model._index_of[0], model._tables_of[0])))
+    queries = alleles[typed][:, :2].astype(np.int8)
+    segments = model.segments()
+    for segment in (segments[0], segments[0], segments[1]):  # a batch again in the same segment, then the next
+        model.probabilities(segment, queries, np.full(2, -1))
+    assert released == [(None, None), (None, None)]  # nothing of the last segment held while memory is given back
+    release_freed_memory()  # glibc's malloc_trim here; a no-op where there is none
 
 
 def test_segments_read_the_typed_sites_within_the_copying_models_reach_of_their_ends():
