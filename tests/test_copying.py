@@ -22,7 +22,6 @@ from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.sparse_rows import RowParts, SparseSpool, row_parts
-from genimpute.runtime import release_freed_memory
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target
 
@@ -373,7 +372,6 @@ def test_each_new_segment_frees_the_last_ones_tables_and_gives_the_memory_back_f
     for segment in (segments[0], segments[0], segments[1]):  # a batch again in the same segment, then the next
         model.probabilities(segment, queries, np.full(2, -1))
     assert released == [(None, None), (None, None)]  # nothing of the last segment held while memory is given back
-    release_freed_memory()  # glibc's malloc_trim here; a no-op where there is none
 
 
 def test_segments_read_the_typed_sites_within_the_copying_models_reach_of_their_ends():
