@@ -21,11 +21,10 @@ from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
-from genimpute.io.sparse_rows import SparseSpool
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource
-from genimpute.panel import Alignment, ReferencePanel, align_target, is_compact, read_reference
+from genimpute.panel import Alignment, ReferencePanel, ShownSpool, align_target, is_compact, read_reference
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls, samples_per_batch
 from genimpute.regions import Region
 
@@ -66,7 +65,7 @@ def impute(
     _check_options(out, batch_samples, audit, force)
     genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once: panel and phaser
     with contextlib.ExitStack() as stack:  # holds a VCF panel's spooled records to the end of the run
-        source = ModelSource(Path(model_dir), _reference(ref, Path(out).parent, stack), device)
+        source = ModelSource(Path(model_dir), _reference(ref, Path(out).parent, stack, progress), device)
         panel = _panel_with_map(source, genetic_map, copying)
         target = read_target(target_path)
         aln = align_target(panel, target, source=str(target_path), audit=audit)
@@ -99,15 +98,16 @@ def impute(
         return summary
 
 
-def _reference(ref, directory: Path, stack: contextlib.ExitStack) -> ReferencePanel | None:
+def _reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool) -> ReferencePanel | None:
     """--ref's panel, if given. A VCF/BCF's packed records are spooled to
     unnamed temporary files in `directory` (the output's), open until `stack`
     closes, and the copying engine reads a segment's records from there as
     from a compact panel: reading them into memory took twice the packed
-    panel (2.5 GB for 16,000 samples over 10 Mb; BENCHMARKS.md)."""
+    panel (2.5 GB for 16,000 samples over 10 Mb; BENCHMARKS.md). Reading
+    a large one takes minutes: `progress` shows a bar of the records read."""
     if ref is None:
         return None
-    spool = None if is_compact(ref) else stack.enter_context(SparseSpool(directory))
+    spool = None if is_compact(ref) else stack.enter_context(ShownSpool(directory, progress))
     return read_reference(ref, spool)
 
 

@@ -223,9 +223,10 @@ def _stored_rows(path: str | Path, z) -> SparseRows | FileRows:
                       z["ones_listed"])
 
 
-class _ShownSpool(SparseSpool):
+class ShownSpool(SparseSpool):
     """A SparseSpool that shows how many records it holds as they come: a
-    bar on a terminal (`shown`), and a log line every LOG_EVERY records."""
+    bar on a terminal (`shown`), and a log line every LOG_EVERY records.
+    For `genimpute panel`, and `impute --ref` with a panel VCF."""
 
     LOG_EVERY = 200_000
 
@@ -249,6 +250,10 @@ class _ShownSpool(SparseSpool):
         if len(self) // self.LOG_EVERY > before // self.LOG_EVERY:
             log.info("read %d records in %.0f s", len(self), time.monotonic() - self.started)
 
+    def rows(self) -> SparseRows:
+        self.bar.close()  # the reading is done: a run's next bar takes the line
+        return super().rows()
+
 
 def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Path | None = None,
                        force: bool = False, progress: bool = False) -> ReferencePanel:
@@ -264,7 +269,7 @@ def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Pat
         genetic_map = GeneticMap(genetic_map)  # read before the panel: a bad map stops the run at once
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with _ShownSpool(path.parent, progress) as spool:
+        with ShownSpool(path.parent, progress) as spool:
             panel = ReferencePanel.from_vcf(vcf, spool)
             if genetic_map is not None:
                 panel = panel.with_genetic_map(genetic_map)

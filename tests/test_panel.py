@@ -122,7 +122,7 @@ def test_a_panel_converted_through_a_spool_is_the_panel_of_its_vcf(panel, tmp_pa
 
 def test_a_conversion_logs_the_records_read_as_it_goes(tmp_path, monkeypatch, caplog):
     def logged_counts(every: int) -> list:
-        monkeypatch.setattr(panel_module._ShownSpool, "LOG_EVERY", every)
+        monkeypatch.setattr(panel_module.ShownSpool, "LOG_EVERY", every)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="genimpute.panel"):
             convert_to_compact(PANEL, tmp_path / "panel.gpanel", force=True, progress=True)
