@@ -64,7 +64,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.config import CopyingSettings
-from genimpute.io.sparse_rows import parts_in_blocks
+from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS, parts_in_blocks
 from genimpute.runtime import release_freed_memory
 
 # queries whose states are chosen together (_walk), at most; their sightings take 128 x sites x 4 neighbours
@@ -568,13 +568,6 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
     return out
 
 
-# the haplotypes (0-7, np.packbits' order: the highest bit first) a packed
-# byte's set bits stand for: a loop over those of a byte, not over its 8 bits,
-# and no branch to mispredict on each
-_SET_BITS = np.array([[b for b in range(8) if value >> (7 - b) & 1] + [0] * (8 - bin(value).count("1"))
-                      for value in range(256)], dtype=np.int64)
-_SET_BIT_COUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.int64)
-
 
 @nb.njit(cache=True, parallel=True)
 def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, minor_is_alt, cursor, hap_records,
@@ -610,8 +603,8 @@ def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, 
                     continue
                 for byte in range(8 * w, 8 * w + 8):
                     value = whole[row, byte] ^ flip
-                    for k in range(_SET_BIT_COUNT[value]):
-                        h = byte * 8 + _SET_BITS[value, k]
+                    for k in range(ONES_IN_BYTE[value]):
+                        h = byte * 8 + SET_BITS[value, k]
                         if h < n_haplotypes:  # past the last haplotype: padding
                             _note_carrier(cursor, hap_records, h, first + r)
 

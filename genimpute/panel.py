@@ -19,7 +19,7 @@ from genimpute.io.array_list import ArraySites
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, npz_rows, packed_blocks, write_npz
-from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_in_rows
+from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_by_row
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
 
@@ -46,14 +46,7 @@ def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:
     (np.packbits pads with 0s), counted a block of records at a time:
     unpacked whole, a panel took 8 bytes for each packed one (10 GB for
     16,000 samples' 313,000 records of a 10 Mb region)."""
-    if isinstance(packed, SparseRows):
-        return packed.ones()
-    counts = np.empty(len(packed), dtype=np.int64)
-    start = 0
-    for block in packed_blocks(packed, block_bytes):
-        counts[start:start + len(block)] = ones_in_rows(block)
-        start += len(block)
-    return counts
+    return packed.ones() if isinstance(packed, SparseRows) else ones_by_row(packed, block_bytes)
 
 
 def alt_frequency(counts: np.ndarray, n_haplotypes: int) -> np.ndarray:
