@@ -6,12 +6,13 @@ the untyped records, both over the whole segment (the engine keeps the
 posteriors of its core). Where the engine's time goes at each panel size
 (`engine_time.py` times the whole of it).
 
-    python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS [SEGMENT]]
+    python benchmarks/engine_stages.py SEED_DIR PANEL_SAMPLES [TARGETS [SEGMENT [SETTINGS]]]
 
 SEED_DIR: a scale_series.sh output directory (panel.N.gpanel,
 targets.N.vcf.gz); TARGETS (default 100) the cohort, whose haplotypes are
 all timed; SEGMENT (default 0) which of the contig's segments, numbered
-from 0 (the 1 Mb series has one, the 10 Mb instance four). Each stage runs
+from 0 (the 1 Mb series has one, the 10 Mb instance four); SETTINGS copying
+engine settings other than the defaults, as sight_every=2. Each stage runs
 once before it is timed (numba compiles it).
 """
 
@@ -22,6 +23,7 @@ import time
 
 import numpy as np
 from engine_time import contig_job
+from heldout_large_panel import copying_settings
 
 from genimpute import copying
 from genimpute.config import CopyingSettings
@@ -38,8 +40,8 @@ def timed(seconds: dict, stage: str, function, *args):
 
 def main() -> None:
     seed_dir, panel_samples, *rest = sys.argv[1:]
-    targets, which = (rest + ["100", "0"][len(rest):])[:2]
-    settings = CopyingSettings()
+    targets, which, changes = (rest + ["100", "0", ""][len(rest):])[:3]
+    settings = CopyingSettings(**copying_settings(changes))
     model, contig_segments, queries = contig_job(seed_dir, panel_samples, targets, settings)
     segment = contig_segments[int(which)]
     queries = np.ascontiguousarray(queries[segment.first:segment.last])
@@ -50,17 +52,18 @@ def main() -> None:
     neighbours, max_states = model.passes[0]  # the engine's first (by default only) pass
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}
-    group = copying.selection_group(n, sites, int(neighbours), 1)
+    group = copying.selection_group(n, copying.sighted_sites(sites, settings.sight_every), int(neighbours), 1)
     sightings = np.concatenate([  # in the engine's groups
         timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries,
-              np.arange(start, min(n, start + group)), neighbours, np.full(min(n - start, group), -1, dtype=np.int64))
+              np.arange(start, min(n, start + group)), neighbours, settings.sight_every,
+              np.full(min(n - start, group), -1, dtype=np.int64))
         for start in range(0, n, group)])
     slot_of = np.full(panel.n_haplotypes, -1, dtype=np.int32)
-    capacity = sightings.shape[1] * sightings.shape[2] + max_states
+    capacity = sightings[0].size + max_states
     buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
     for q in range(n):
         segments, n_states = timed(seconds, "composite states", copying._composite_states, sightings[q],
-                                   max_states, slot_of, buffer, heap)
+                                   settings.sight_every, sites, max_states, slot_of, buffer, heap)
         segments = segments.copy()  # the buffer is the next call's
         state_alleles = timed(seconds, "states' alleles", copying._state_alleles, alleles, segments, n_states, sites)
         posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(),

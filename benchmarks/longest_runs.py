@@ -74,12 +74,13 @@ def whole_segment_states(haplotypes: np.ndarray, first_slot: int, last: int) -> 
 def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: int, neighbours: int,
                      max_states: int, ignored: np.ndarray | None = None) -> np.ndarray:
     """The engine's composite states of query q (segments (4, n)), from its
-    PBWT neighbours at every typed site but the `ignored` (t,) ones."""
-    sightings = copying._sightings(*index, queries, np.array([q]), neighbours, np.array([-1]))[0]
+    PBWT neighbours at every typed site but the `ignored` (t,) ones (the
+    engine with sight_every=1)."""
+    sightings = copying._sightings(*index, queries, np.array([q]), neighbours, 1, np.array([-1]))[0]
     if ignored is not None:
         sightings[ignored] = -1
     capacity = sightings.shape[0] * sightings.shape[1] + max_states
-    segments, _ = copying._composite_states(sightings, max_states, np.full(n_haplotypes, -1, np.int32),
+    segments, _ = copying._composite_states(sightings, 1, len(sightings), max_states, np.full(n_haplotypes, -1, np.int32),
                                             np.empty((4, capacity), np.int64), np.empty(capacity, np.int64))
     return segments.copy()
 
@@ -202,7 +203,8 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
         else:
             capacity = sightings.size + STEP_STATES
             buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
-            segments, n_states = copying._composite_states(sightings, STEP_STATES, slot_of, buffer, heap)
+            segments, n_states = copying._composite_states(sightings, 1, len(sightings), STEP_STATES, slot_of, buffer,
+                                                           heap)
         impute_every_gap(index, queries[:, q], segments.copy(), n_states, jump, settings, out[:, q])
     return out
 

@@ -271,12 +271,12 @@ def _zeros_before(allele_words, word_zeros, j, i):
 
 
 @nb.njit(cache=True)
-def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, sightings, offset):
+def _walk(index, queries, columns, first, last, reverse, neighbours, every, excluded, sightings, offset):
     """For each query g of queries[:, columns] (t, Q), write to
-    sightings[g, site, offset:offset + 2 neighbours] the haplotypes
+    sightings[g, site // every, offset:offset + 2 neighbours] the haplotypes
     within `neighbours` of its place in the PBWT order at each typed site of
-    [first, last) (-1 where fewer); excluded[g] (a sample index, or -1) is
-    never written. The queries walk together, site by site: each row of the
+    [first, last) that is a multiple of `every` (-1 where fewer); excluded[g]
+    (a sample index, or -1) is never written. The queries walk together, site by site: each row of the
     index is read once for all of them (one at a time, every row was a cache
     miss for each), and in the order of their places, so that the row of
     the order is read forwards: visited in their own order, groups of 128
@@ -305,8 +305,10 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, excluded, s
             alleles[g] = allele
         _stable_partition(by_place, alleles, partitioned)
         by_place, partitioned = partitioned, by_place
+        if site % every:
+            continue
         for g in by_place:
-            out = sightings[g, site, offset:offset + 2 * neighbours]
+            out = sightings[g, site // every, offset:offset + 2 * neighbours]
             written = 0
             for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
                 h = _order_at(order_low, order_high, bits, j + 1, i)
@@ -328,16 +330,23 @@ def _stable_partition(items, keys, out):
 
 
 @nb.njit(cache=True)
-def _sightings(forward_index, backward_index, queries, columns, neighbours, excluded):
-    """(G, t, 4 neighbours) the haplotypes sharing the longest runs of
-    alleles with each query of queries[:, columns] (t, Q) ending at each
-    typed site (a PBWT of the sites left to right), then those starting
-    there (right to left); -1 pads."""
+def _sightings(forward_index, backward_index, queries, columns, neighbours, every, excluded):
+    """(G, sighted_sites(t, every), 4 neighbours) the haplotypes sharing the
+    longest runs of alleles with each query of queries[:, columns] (t, Q)
+    ending at every `every`-th typed site from the first (a PBWT of the
+    sites left to right), then those starting there (right to left); -1
+    pads."""
     t = queries.shape[0]
-    sightings = np.empty((len(columns), t, 4 * neighbours), dtype=np.int32)
-    _walk(forward_index, queries, columns, 0, t, False, neighbours, excluded, sightings, 0)
-    _walk(backward_index, queries, columns, 0, t, True, neighbours, excluded, sightings, 2 * neighbours)
+    sightings = np.empty((len(columns), sighted_sites(t, every), 4 * neighbours), dtype=np.int32)
+    _walk(forward_index, queries, columns, 0, t, False, neighbours, every, excluded, sightings, 0)
+    _walk(backward_index, queries, columns, 0, t, True, neighbours, every, excluded, sightings, 2 * neighbours)
     return sightings
+
+
+@nb.njit(cache=True)
+def sighted_sites(n_sites, every):
+    """How many of n_sites typed sites take sightings, every `every`-th from the first."""
+    return (n_sites + every - 1) // every
 
 
 @nb.njit(cache=True)
@@ -386,27 +395,27 @@ def _stalest_slot(heap, size, slot_seen, n_slots):
 
 
 @nb.njit(cache=True)
-def _composite_states(sightings, max_states, slot_of, segments, heap):
+def _composite_states(sightings, every, t, max_states, slot_of, segments, heap):
     """(segments (4, S): slot, first site, end site (exclusive), haplotype;
     the number of slots) of a query's composite copying states, as Beagle 5
     builds its composite reference haplotypes: each of at most `max_states`
     slots copies one panel haplotype at a time, and a haplotype sighted
-    (sightings (t, w), -1 padded) when in no slot takes the slot sighted
+    (sightings (sighted_sites(t, every), w) at every `every`-th of t typed
+    sites, -1 padded) when in no slot takes the slot sighted
     longest ago, from halfway between that slot's last sighting and this
     one. So every stretch of the segment has the haplotypes matching the
     query there, where one set for the whole segment kept those matching
     most often. Scratch, reused from query to query: slot_of (H,) int32
-    all -1, left so; segments (4, >= t w + max_states) and heap (>= t w)
-    int64."""
-    t, width = sightings.shape
+    all -1, left so; segments (4, >= sightings.size + max_states) and heap
+    (>= sightings.size) int64."""
     n_slots = max_states
     slot_hap = np.full(n_slots, -1, dtype=np.int64)
     slot_seen = np.zeros(n_slots, dtype=np.int64)
     slot_segment = np.zeros(n_slots, dtype=np.int64)
     used, n_segments, size = 0, 0, 0
-    for j in range(t):
-        for c in range(width):
-            h = sightings[j, c]
+    for row in range(sightings.shape[0]):
+        j = row * every
+        for h in sightings[row]:
             if h < 0:
                 continue
             slot = slot_of[h]
@@ -874,7 +883,7 @@ def switch_probabilities(jump_cm, switch_cm):
 
 def selection_group(n_queries: int, n_sites: int, neighbours: int, n_threads: int) -> int:
     """How many queries choose their states together: SELECTION_GROUP, fewer
-    where their sightings (4 neighbours int32 per query and site) would
+    where their sightings (4 neighbours int32 per query and sighted site) would
     take more than SIGHTINGS_BYTES, and fewer where a small cohort would
     leave a thread without a group. No query's output depends on it."""
     fitting = SIGHTINGS_BYTES // max(1, 16 * neighbours * n_sites)
@@ -883,13 +892,14 @@ def selection_group(n_queries: int, n_sites: int, neighbours: int, n_threads: in
 
 @nb.njit(cache=True, parallel=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_words, core_first, core_last,
-                    jump_cm, passes, switch_cm, error, floor, untyped, size):
+                    jump_cm, passes, every, switch_cm, error, floor, untyped, size):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query
     haplotypes (queries (t, Q) int8, the segment's typed sites) at the
     untyped records of untyped[0] (none if it is empty) and at the typed
     sites of the core where a query has no call (NaN at the others): the
     mean over `passes` (P, 2) int64, each a forward-backward over the
-    composite states from (neighbours, max states). The typed output spans
+    composite states from (neighbours, max states), the neighbours sighted
+    at every `every`-th typed site. The typed output spans
     the core, not the contig: (Q, t) for every segment cost 0.5 GB and its
     filling for a batch of 1,000 samples on a contig of 60,000 typed sites.
     Queries choose their states in groups of `size` (selection_group)."""
@@ -904,13 +914,15 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
         typed_pass = np.empty(core_last - core_first, dtype=np.float32)
         for p in range(len(passes)):
             neighbours, max_states = passes[p, 0], passes[p, 1]
-            sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, excluded[columns])
+            sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, every,
+                                   excluded[columns])
             slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
-            capacity = sightings.shape[1] * sightings.shape[2] + max_states
+            capacity = sightings[0].size + max_states
             segment_buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
             for g in range(len(columns)):
                 q = columns[g]
-                segments, n_states = _composite_states(sightings[g], max_states, slot_of, segment_buffer, heap)
+                segments, n_states = _composite_states(sightings[g], every, last, max_states, slot_of,
+                                                       segment_buffer, heap)
                 if p == 0:  # the first pass writes the output itself: no copy where it is the only one
                     _impute_haplotype(haplotype_words, queries[:, q].copy(), segments, n_states, last, core_first,
                                       core_last, jump_rate, error, floor, untyped, out[q], typed_out[q])
@@ -1020,10 +1032,10 @@ class ContigModel:
         return _impute_segment(np.ascontiguousarray(queries[first:segment.last], dtype=np.int8),
                                excluded.astype(np.int64), forward_index, backward_index, haplotype_words,
                                segment.core_first - first, segment.core_last - first,
-                               self.jump_cm[first:segment.last - 1], self.passes,
+                               self.jump_cm[first:segment.last - 1], self.passes, s.sight_every,
                                self.switch_cm, s.error, np.float32(s.posterior_floor), untyped_records,
-                               selection_group(queries.shape[1], segment.last - first, int(self.passes[:, 0].max()),
-                                               nb.get_num_threads()))
+                               selection_group(queries.shape[1], sighted_sites(segment.last - first, s.sight_every),
+                                               int(self.passes[:, 0].max()), nb.get_num_threads()))
 
     def _build(self, segment: Segment, start: int, stop: int) -> tuple:
         """(forward index, backward index, alleles (H, words of sites:

@@ -180,7 +180,7 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
     query[::6] = -1
     k = 3
     sightings = copying._sightings(_index(alleles), _index(alleles, reverse=True), query[:, None],
-                                   np.arange(1), k, np.full(1, -1))[0]
+                                   np.arange(1), k, 1, np.full(1, -1))[0]
     # by the reversed prefix, as tested above
     orders = [np.lexsort([np.arange(n_haplotypes), *alleles[:j]]) for j in range(n_sites + 1)]
     place = 0
@@ -201,10 +201,42 @@ def test_queries_walking_together_each_find_what_they_find_alone():
     queries[rng.random((40, 9)) < 0.1] = -1
     excluded = np.array([-1, 3, -1, 0, 34, -1, -1, 7, -1])
     indexes = _index(alleles), _index(alleles, reverse=True)
-    together = copying._sightings(*indexes, queries, np.arange(9), 4, excluded)
+    together = copying._sightings(*indexes, queries, np.arange(9), 4, 1, excluded)
     for q in range(9):
-        alone = copying._sightings(*indexes, queries[:, [q]].copy(), np.arange(1), 4, excluded[[q]])[0]
+        alone = copying._sightings(*indexes, queries[:, [q]].copy(), np.arange(1), 4, 1, excluded[[q]])[0]
         assert np.array_equal(together[q], alone)
+
+
+@pytest.mark.parametrize("every", [2, 3, 40])
+def test_sightings_every_few_sites_are_those_of_every_site_there(every):
+    # each walk still follows the query through every site; only the reading out of neighbours is skipped
+    rng = np.random.default_rng(5)
+    alleles = rng.integers(0, 2, (41, 70)).astype(np.uint8)
+    queries = (alleles[:, rng.integers(0, 70, 5)] ^ (rng.random((41, 5)) < 0.1)).astype(np.int8)
+    queries[rng.random((41, 5)) < 0.1] = -1
+    excluded = np.array([-1, 3, -1, 0, 34])
+    indexes = _index(alleles), _index(alleles, reverse=True)
+    everywhere = copying._sightings(*indexes, queries, np.arange(5), 4, 1, excluded)
+    sparse = copying._sightings(*indexes, queries, np.arange(5), 4, every, excluded)
+    assert sparse.shape == (5, copying.sighted_sites(41, every), 16)
+    assert np.array_equal(sparse, everywhere[:, ::every])
+
+
+def test_composite_states_from_sparse_sightings_span_every_site():
+    from genimpute.copying import _composite_states
+
+    t, every, n_states = 60, 4, 3
+    sightings = np.array([[j // 20, 10 + j // 10] for j in range(0, t, every)], dtype=np.int32)
+    capacity = sightings.size + n_states
+    segments, used = _composite_states(sightings, every, t, n_states, np.full(30, -1, dtype=np.int32),
+                                       np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64))
+    copied = np.full((t, n_states), -1)
+    for slot, start, end, h in segments.T:
+        assert (copied[start:end, slot] == -1).all()
+        copied[start:end, slot] = h
+    assert used == n_states and (copied >= 0).all()  # the last sighting at site 56 still reaches site 59
+    for row, found in enumerate(sightings):
+        assert set(found.tolist()) <= set(copied[row * every].tolist())
 
 
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, site_switch):
@@ -752,7 +784,7 @@ def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted():
         sightings[j, 0] = j // 6  # ten haplotypes, six sites each
         sightings[j, 1] = 20 + rng.integers(0, 2)  # two seen throughout
     capacity = sightings.size + n_states
-    segments, used = _composite_states(sightings, n_states, np.full(30, -1, dtype=np.int32),
+    segments, used = _composite_states(sightings, 1, t, n_states, np.full(30, -1, dtype=np.int32),
                                        np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64))
     copied = np.full((t, n_states), -1)
     for slot, start, end, h in segments.T:

@@ -49,7 +49,7 @@ def test_steps_begin_half_a_step_in_then_every_step():
 def test_its_passes_reduce_to_the_engine():
     """Each of longest_runs' ways, made the engine's (switches landing
     uniformly; no longest runs added; a step at every site with the
-    engine's neighbours, where the states outnumber the haplotypes), gives
+    engine's neighbours, sighted at every site, where the states outnumber the haplotypes), gives
     the engine's output: the script stays a variation of the engine as the
     engine's settings and calls change."""
     from longest_runs import impute, impute_ibs, impute_steps, impute_weighted
@@ -67,7 +67,7 @@ def test_its_passes_reduce_to_the_engine():
         packed=np.packbits(alleles, axis=1), alt_freq=alleles.mean(1).astype(np.float32),
         centimorgans=np.arange(m, dtype=np.float64) * 1e-4)
     typed = rng.random(m) < 0.3
-    model = ContigModel(panel, 0, typed, CopyingSettings(neighbours=2, max_states=1600))
+    model = ContigModel(panel, 0, typed, CopyingSettings(neighbours=2, max_states=1600, sight_every=1))
     [segment] = model.segments()
     queries = alleles[model.typed_rows][:, :6].astype(np.int8)
     queries[::7] ^= 1
