@@ -12,7 +12,10 @@ toss. The haplotypes that share the target's longest segments tell the
 carriers apart, and those are the ones the PBWT finds: at every typed
 site, the `neighbours` haplotypes either side of the target in the PBWT
 order share the longest runs of alleles with it ending there (left-to-right
-index) or starting there (right-to-left index). Each of `max_states`
+index) or starting there (right-to-left index), read out at every
+second typed site (CopyingSettings.sight_every: the neighbours of
+neighbouring sites are mostly the same, and reading them out was most of
+the walks' time). Each of `max_states`
 composite states copies one of them at a time: a haplotype found where it
 holds no state takes the state whose haplotype was found longest ago, from
 halfway between the two sightings. So every stretch of the segment has the
