@@ -80,8 +80,9 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
     if ignored is not None:
         sightings[ignored] = -1
     capacity = sightings.shape[0] * sightings.shape[1] + max_states
-    segments, _ = copying._composite_states(sightings, 1, len(sightings), max_states, np.full(n_haplotypes, -1, np.int32),
-                                            np.empty((4, capacity), np.int64), np.empty(capacity, np.int64))
+    segments, _ = copying._composite_states(sightings, 1, len(sightings), max_states,
+                                            np.full(n_haplotypes, -1, np.int32), np.empty((4, capacity), np.int64),
+                                            np.empty(capacity, np.int64))
     return segments.copy()
 
 

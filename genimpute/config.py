@@ -148,7 +148,7 @@ class CopyingSettings:
     # every site, but reading the neighbours out of the PBWT order, and placing them in states, was most of their
     # cost, and neighbouring sites' neighbours are mostly the same haplotypes. At 100,000 samples 2 cut the
     # engine's time per haplotype by a quarter; on held-out samples (1,000, 4,000 and 16,000 samples over eight
-    # seeds, 100,000 over three) it moved no bin's error by more than 0.4% (4: 2%; 8: 8%) (BENCHMARKS.md)
+    # seeds, 100,000 over three) it raised no bin's error by more than 0.2% (4: 2%; 8: 8%) (BENCHMARKS.md)
     sight_every: int = 2
     ne: float = 3e5  # effective population size in Li and Stephens' switch rate, 0.04 ne cM / panel haplotypes
     # ... a rate bounded so that on average a switch between neighbouring typed sites is at most this likely:
@@ -200,8 +200,8 @@ class CopyingSettings:
         return 2 if n_haplotypes >= self.more_neighbours_from else 1
 
     def __post_init__(self):
-        for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0), ("sight_every", 1),
-                          ("segment_sites", 1), ("margin_sites", 0), ("large_states_from", 0),
+        for name, low in (("neighbours", 1), ("max_states", 1), ("wide_neighbours", 1), ("wide_states", 0),
+                          ("sight_every", 1), ("segment_sites", 1), ("margin_sites", 0), ("large_states_from", 0),
                           ("more_neighbours_from", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"copying {name}: expected at least {low}; found {getattr(self, name)}")
