@@ -222,23 +222,6 @@ def test_sightings_every_few_sites_are_those_of_every_site_there(every):
     assert np.array_equal(sparse, everywhere[:, ::every])
 
 
-def test_composite_states_from_sparse_sightings_span_every_site():
-    from genimpute.copying import _composite_states
-
-    t, every, n_states = 60, 4, 3
-    sightings = np.array([[j // 20, 10 + j // 10] for j in range(0, t, every)], dtype=np.int32)
-    capacity = sightings.size + n_states
-    segments, used = _composite_states(sightings, every, t, n_states, np.full(30, -1, dtype=np.int32),
-                                       np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64))
-    copied = np.full((t, n_states), -1)
-    for slot, start, end, h in segments.T:
-        assert (copied[start:end, slot] == -1).all()
-        copied[start:end, slot] = h
-    assert used == n_states and (copied >= 0).all()  # the last sighting at site 56 still reaches site 59
-    for row, found in enumerate(sightings):
-        assert set(found.tolist()) <= set(copied[row * every].tolist())
-
-
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, site_switch):
     """P(alt) at the untyped records by a float64 forward-backward over every
     haplotype with full transition matrices, interpolated in cM."""
@@ -772,10 +755,13 @@ def test_impute_refuses_a_non_positive_ne_in_one_line(tmp_path):
     assert result.exit_code == 2 and "--ne" in result.output and "Traceback" not in result.output
 
 
-def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted():
+@pytest.mark.parametrize("every", [1, 4])
+def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted(every):
     """More haplotypes are found than there are states, each over its own
     stretch: every one is copied by some state at the sites it was found
-    at, and each state copies one haplotype at a time, over every site."""
+    at, and each state copies one haplotype at a time, over every site,
+    sighted at every site or every few (to the last site past the last
+    sighting)."""
     from genimpute.copying import _composite_states
 
     t, n_states, rng = 60, 4, np.random.default_rng(9)
@@ -783,16 +769,17 @@ def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted():
     for j in range(t):
         sightings[j, 0] = j // 6  # ten haplotypes, six sites each
         sightings[j, 1] = 20 + rng.integers(0, 2)  # two seen throughout
+    sightings = sightings[::every].copy()
     capacity = sightings.size + n_states
-    segments, used = _composite_states(sightings, 1, t, n_states, np.full(30, -1, dtype=np.int32),
+    segments, used = _composite_states(sightings, every, t, n_states, np.full(30, -1, dtype=np.int32),
                                        np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64))
     copied = np.full((t, n_states), -1)
     for slot, start, end, h in segments.T:
         assert (copied[start:end, slot] == -1).all()  # one haplotype per state and site
         copied[start:end, slot] = h
     assert used == n_states and (copied >= 0).all()
-    for j in range(t):
-        assert set(sightings[j]) <= set(copied[j].tolist())
+    for row, found in enumerate(sightings):
+        assert set(found.tolist()) <= set(copied[row * every].tolist())
 
 
 def test_posteriors_of_some_sites_are_those_rows_of_all_the_sites():
