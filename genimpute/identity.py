@@ -41,6 +41,11 @@ MIN_IDENTITY_SPAN_BP = 20_000_000
 _BLOCK_SITES = 16
 _LOW_BITS = 0x55555555  # the low bit of each site's two
 _NEAREST = 32  # the samples sharing most blocks also compared site by site, for the closest of a non-duplicate
+# A block whose code more than this share of the panel carries (the all-REF
+# code of a block of rare sites) is not counted, once enough blocks are: it
+# tells little of who the sample is, and at 100,000 panel samples the few
+# commonest codes were most of the samples met, and of the search's time.
+_COMMON_CODE_SHARE = 1 / 64
 _CODE_CHUNK = 64  # blocks of panel sites, or target samples, coded at a time
 _SEARCH_GROUP = 64  # target samples one thread searches the panel for, reusing its counts
 
@@ -204,12 +209,12 @@ def _closest_by_blocks(target_codes, target_called, all_called, codes, sorted_co
     ones. A sample agreeing at >= 1 - max_discordance of them differs in at
     most that share of the called sites, so it shares the codes of all but
     that many of the target's fully called blocks (all_called: each block's
-    code with every site called): only such samples, and the `nearest`
-    sharing the most blocks, are compared site by site (every sample when
-    fewer share a block). Exact for any sample that agrees as a duplicate's
-    would; for the others, the closest of those compared. Groups of
-    target samples run in parallel, each with its own counts: no sample's
-    answer depends on another's."""
+    code with every site called) that are counted (_share_blocks): only
+    such samples, and the `nearest` sharing the most, are compared site by
+    site (every sample when fewer share a block). Exact for any sample that
+    agrees as a duplicate's would; for the others, the closest of those
+    compared. Groups of target samples run in parallel, each with its own
+    counts: no sample's answer depends on another's."""
     n_targets = target_codes.shape[0]
     n_panel = codes.shape[0]
     closest = np.full(n_targets, -1, dtype=np.int64)
@@ -231,12 +236,14 @@ def _closest_one(target, called, all_called, codes, sorted_codes, order, max_dis
     """_closest_by_blocks for one target sample: (closest, informative
     sites, agreeing sites); shared (all 0) and touched are scratch, left so."""
     n_blocks, n_panel = len(target), codes.shape[0]
-    n_touched, whole_blocks = _share_blocks(target, called, all_called, sorted_codes, order, shared, touched)
     called_sites = 0
     for j in range(n_blocks):
         called_sites += _nonzero_sites(called[j])
-    least_shared = min(whole_blocks - int(max_discordance * called_sites) - 1,
-                       _fewest_shared_by_nearest(shared, touched[:n_touched], n_blocks, nearest))
+    differing = int(max_discordance * called_sites)  # at most this many blocks a duplicate does not share
+    n_touched, counted = _share_blocks(target, called, all_called, sorted_codes, order, 2 * (differing + 1),
+                                       max(nearest, int(_COMMON_CODE_SHARE * n_panel)), nearest, shared, touched)
+    least_shared = min(counted - differing - 1, _fewest_shared_by_nearest(shared, touched[:n_touched], n_blocks,
+                                                                          nearest))
     # too few whole blocks to rule any sample out, or too few samples sharing any: compare every sample
     everyone = least_shared <= 0 or n_touched < nearest
     best_share, closest, best_sites, best_agreeing = -1.0, -1, 0, 0
@@ -252,25 +259,37 @@ def _closest_one(target, called, all_called, codes, sorted_codes, order, max_dis
 
 
 @nb.njit(cache=True)
-def _share_blocks(target, called, all_called, sorted_codes, order, shared, touched) -> tuple:
-    """Counts in `shared` the target's fully called blocks each panel sample
-    shares (found by binary search of each block's sorted codes), listing in
-    `touched` the samples sharing any; returns how many those are, and how
-    many blocks were searched."""
-    n_touched, whole_blocks = 0, 0
-    for j in range(len(target)):
-        if called[j] != all_called[j]:
-            continue
-        whole_blocks += 1
-        lo = np.searchsorted(sorted_codes[j], target[j], side="left")
-        hi = np.searchsorted(sorted_codes[j], target[j], side="right")
-        for i in range(lo, hi):
+def _share_blocks(target, called, all_called, sorted_codes, order, fewest_blocks, common, nearest, shared,
+                  touched) -> tuple:
+    """Counts in `shared` the blocks each panel sample shares with the
+    target (found by binary search of each block's sorted codes) among the
+    target's fully called blocks, the rarest codes first: every block whose
+    code at most `common` panel samples carry, and commoner ones only until
+    `fewest_blocks` are counted and `nearest` samples met. A duplicate
+    differing in d blocks shares all but at most d of those counted, as of
+    all. Lists in `touched` the samples sharing any; returns how many those
+    are, and how many blocks were counted."""
+    n_blocks = len(target)
+    first = np.zeros(n_blocks, dtype=np.int64)
+    sharers = np.full(n_blocks, np.iinfo(np.int64).max)  # blocks not fully called last, never counted
+    whole = 0
+    for j in range(n_blocks):
+        if called[j] == all_called[j]:
+            first[j] = np.searchsorted(sorted_codes[j], target[j], side="left")
+            sharers[j] = np.searchsorted(sorted_codes[j], target[j], side="right") - first[j]
+            whole += 1
+    n_touched, counted = 0, 0
+    for j in np.argsort(sharers, kind="mergesort")[:whole]:
+        if sharers[j] > common and counted >= fewest_blocks and n_touched >= nearest:
+            break
+        counted += 1
+        for i in range(first[j], first[j] + sharers[j]):
             p = order[j, i]
             if shared[p] == 0:
                 touched[n_touched] = p
                 n_touched += 1
             shared[p] += 1
-    return n_touched, whole_blocks
+    return n_touched, counted
 
 
 @nb.njit(cache=True)

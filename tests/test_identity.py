@@ -11,8 +11,8 @@ import pytest
 import vcf_edit
 from paths import PANEL, TARGET_PHASED
 
-from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, sample_audit_path, samples_in_panel,
-                                write_sample_audit)
+from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, _share_blocks, sample_audit_path,
+                                samples_in_panel, write_sample_audit)
 from genimpute.io.vcf_reader import read_target
 from genimpute.io.vcf_reader import MISSING
 from genimpute.panel import Alignment, ReferencePanel, align_target
@@ -221,3 +221,25 @@ def test_each_target_sample_gets_its_own_answer_in_any_group_of_a_large_cohort()
     assert alone.identical.sum() >= 5  # duplicates and non-duplicates both
     for field in ("closest", "informative", "concordance"):
         np.testing.assert_array_equal(getattr(cohort, field), np.tile(getattr(alone, field), 20))
+
+
+@pytest.mark.parametrize("fewest_blocks, nearest, counted", [(3, 1, 3), (4, 1, 4), (3, 2, 4)])
+def test_a_code_most_of_the_panel_carries_is_counted_only_when_too_few_blocks_or_samples_are(fewest_blocks, nearest,
+                                                                                            counted):
+    """Panel sample 7's four blocks as the target: three codes only it
+    carries, one every sample carries. The common block is counted only
+    when the rare three are fewer than fewest_blocks, or meet fewer than
+    `nearest` samples; then every sample shares it."""
+    n_panel = 200
+    codes = np.zeros((n_panel, 4), dtype=np.uint32)
+    codes[:, :3] = np.arange(1, n_panel + 1, dtype=np.uint32)[:, None] * np.array([1, 3, 5], dtype=np.uint32)
+    order = np.argsort(codes, axis=0, kind="stable").T.astype(np.int32)
+    sorted_codes = np.take_along_axis(codes.T, order, axis=1)
+    all_called = np.full(4, 0x55555555, dtype=np.uint32)
+    shared, touched = np.zeros(n_panel, dtype=np.int32), np.empty(n_panel, dtype=np.int64)
+    n_touched, found = _share_blocks(codes[7], all_called, all_called, sorted_codes, order, fewest_blocks, 10, nearest,
+                                     shared, touched)
+    assert found == counted
+    assert shared[7] == counted
+    assert n_touched == (1 if counted == 3 else n_panel)
+    assert sorted(touched[:n_touched]) == ([7] if counted == 3 else list(range(n_panel)))
