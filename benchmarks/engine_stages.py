@@ -1,5 +1,5 @@
 """The copying engine's stages timed one by one, per target haplotype, on
-one thread: the PBWT walks (copying.selection_group's haplotypes
+one thread: the PBWT walks (genimpute.copying.model.selection_group's haplotypes
 together, as the engine groups them on one thread), then for each
 haplotype its composite states, their alleles, the forward-backward and
 the untyped records, both over the whole segment (the engine keeps the
@@ -25,7 +25,11 @@ import numpy as np
 from engine_time import contig_job
 from heldout_large_panel import copying_settings
 
-from genimpute import copying
+from genimpute.copying.hmm import _posteriors, switch_probabilities
+from genimpute.copying.model import selection_group
+from genimpute.copying.pbwt import _sightings, sighted_sites
+from genimpute.copying.states import _composite_states, _state_alleles
+from genimpute.copying.untyped import _impute_untyped
 from genimpute.config import CopyingSettings
 
 
@@ -48,13 +52,13 @@ def main() -> None:
     panel = model.panel
     records = model._untyped_span(segment.core_first, segment.core_last)
     forward_index, backward_index, alleles, untyped = model._build(segment, *records)
-    jump_rate = copying.switch_probabilities(model.jump_cm[segment.first:segment.last - 1], model.switch_cm)
+    jump_rate = switch_probabilities(model.jump_cm[segment.first:segment.last - 1], model.switch_cm)
     neighbours, max_states = model.passes[0]  # the engine's first (by default only) pass
     n, sites = queries.shape[1], queries.shape[0]
     seconds: dict = {}
-    group = copying.selection_group(n, copying.sighted_sites(sites, settings.sight_every), int(neighbours), 1)
+    group = selection_group(n, sighted_sites(sites, settings.sight_every), int(neighbours), 1)
     sightings = np.concatenate([  # in the engine's groups
-        timed(seconds, "PBWT walks", copying._sightings, forward_index, backward_index, queries,
+        timed(seconds, "PBWT walks", _sightings, forward_index, backward_index, queries,
               np.arange(start, min(n, start + group)), neighbours, settings.sight_every,
               np.full(min(n - start, group), -1, dtype=np.int64))
         for start in range(0, n, group)])
@@ -62,13 +66,13 @@ def main() -> None:
     capacity = sightings[0].size + max_states
     buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
     for q in range(n):
-        segments, n_states = timed(seconds, "composite states", copying._composite_states, sightings[q],
+        segments, n_states = timed(seconds, "composite states", _composite_states, sightings[q],
                                    settings.sight_every, sites, max_states, slot_of, buffer, heap)
         segments = segments.copy()  # the buffer is the next call's
-        state_alleles = timed(seconds, "states' alleles", copying._state_alleles, alleles, segments, n_states, sites)
-        posterior = timed(seconds, "forward-backward", copying._posteriors, state_alleles, queries[:, q].copy(),
+        state_alleles = timed(seconds, "states' alleles", _state_alleles, alleles, segments, n_states, sites)
+        posterior = timed(seconds, "forward-backward", _posteriors, state_alleles, queries[:, q].copy(),
                           jump_rate, settings.error, 0, sites)
-        timed(seconds, "untyped records", copying._impute_untyped, untyped, segments, posterior, 0, sites,
+        timed(seconds, "untyped records", _impute_untyped, untyped, segments, posterior, 0, sites,
               np.float32(settings.posterior_floor), np.zeros(len(untyped[0]), dtype=np.float32))
     print(f"panel {panel_samples} samples, {n} haplotypes, {sites} typed sites, {len(untyped[0])} untyped records; "
           "ms per haplotype, one thread:")

@@ -46,7 +46,12 @@ import subprocess
 import numpy as np
 from paired_errors import report
 
-from genimpute import copying
+from genimpute.copying import ContigModel
+from genimpute.copying.hmm import switch_probabilities
+from genimpute.copying.model import _impute_haplotype
+from genimpute.copying.pbwt import _sightings
+from genimpute.copying.states import _composite_states, _state_alleles
+from genimpute.copying.untyped import _impute_untyped
 from genimpute.config import CopyingSettings
 from genimpute.evaluation import BIN_LABELS, maf_bin
 from genimpute.panel import ReferencePanel
@@ -65,7 +70,7 @@ def runs_through(panel_alleles: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 
 def whole_segment_states(haplotypes: np.ndarray, first_slot: int, last: int) -> np.ndarray:
-    """Segments (4, n) (copying._composite_states' layout): one slot per haplotype, over sites [0, last)."""
+    """Segments (4, n) (_composite_states' layout): one slot per haplotype, over sites [0, last)."""
     segments = np.zeros((4, len(haplotypes)), np.int64)
     segments[0], segments[2], segments[3] = first_slot + np.arange(len(haplotypes)), last, haplotypes
     return segments
@@ -76,11 +81,11 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
     """The engine's composite states of query q (segments (4, n)), from its
     PBWT neighbours at every typed site but the `ignored` (t,) ones (the
     engine with sight_every=1)."""
-    sightings = copying._sightings(*index, queries, np.array([q]), neighbours, 1, np.array([-1]))[0]
+    sightings = _sightings(*index, queries, np.array([q]), neighbours, 1, np.array([-1]))[0]
     if ignored is not None:
         sightings[ignored] = -1
     capacity = sightings.shape[0] * sightings.shape[1] + max_states
-    segments, _ = copying._composite_states(sightings, 1, len(sightings), max_states,
+    segments, _ = _composite_states(sightings, 1, len(sightings), max_states,
                                             np.full(n_haplotypes, -1, np.int32), np.empty((4, capacity), np.int64),
                                             np.empty(capacity, np.int64))
     return segments.copy()
@@ -88,7 +93,7 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
 
 def switch_rates(model) -> np.ndarray:
     """The engine's switch probability between each pair of neighbouring typed sites."""
-    return copying.switch_probabilities(model.jump_cm, model.switch_cm)
+    return switch_probabilities(model.jump_cm, model.switch_cm)
 
 
 def segment_alleles(model, segment) -> np.ndarray:
@@ -104,7 +109,7 @@ def impute_every_gap(index: tuple, query: np.ndarray, segments: np.ndarray, n_st
     segment written to out_column: the core is the whole segment."""
     haplotype_words, untyped = index[2], index[3]
     last = len(query)
-    copying._impute_haplotype(haplotype_words, query.copy(), segments, n_states, last, 0, last, jump,
+    _impute_haplotype(haplotype_words, query.copy(), segments, n_states, last, 0, last, jump,
                               settings.error, np.float32(settings.posterior_floor), untyped, out_column,
                               np.empty(last, np.float32))
 
@@ -204,7 +209,7 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
         else:
             capacity = sightings.size + STEP_STATES
             buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
-            segments, n_states = copying._composite_states(sightings, 1, len(sightings), STEP_STATES, slot_of, buffer,
+            segments, n_states = _composite_states(sightings, 1, len(sightings), STEP_STATES, slot_of, buffer,
                                                            heap)
         impute_every_gap(index, queries[:, q], segments.copy(), n_states, jump, settings, out[:, q])
     return out
@@ -246,10 +251,10 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
     for q in range(queries.shape[1]):
         segments = composite_states((forward_index, backward_index), queries, q, haplotype_words.shape[0],
                                     *model.passes[0])
-        state_alleles = copying._state_alleles(haplotype_words, segments, int(segments[0].max()) + 1, last)
+        state_alleles = _state_alleles(haplotype_words, segments, int(segments[0].max()) + 1, last)
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
-        copying._impute_untyped(untyped, segments, posterior, 0, last, np.float32(settings.posterior_floor),
+        _impute_untyped(untyped, segments, posterior, 0, last, np.float32(settings.posterior_floor),
                                 out[:, q])
     return out
 
@@ -311,7 +316,7 @@ def main() -> None:
             raise SystemExit(f"--means {pair}: expected two of {sorted(known)} joined by /")
     heldout = args.heldout
     panel, typed, held, truth_panel = heldout_truth(heldout, args.full_panel, args.array, args.map, args.n_samples)
-    model = copying.ContigModel(panel, 0, typed, CopyingSettings())
+    model = ContigModel(panel, 0, typed, CopyingSettings())
     segments = model.segments()
     if len(segments) != 1 or (segments[0].first, segments[0].last) != (0, len(model.typed_rows)):
         raise SystemExit(f"expected a contig of one segment; found {len(segments)}")

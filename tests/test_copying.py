@@ -15,10 +15,13 @@ import vcf_edit
 from cli_helpers import run
 from paths import PANEL, TARGET_PHASED
 
-from genimpute import copying, imputation, runtime
+from genimpute import imputation, runtime
 from genimpute.config import CopyingSettings
-from genimpute.copying import (ContigModel, _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed,
-                               _zeros_before, minor_alleles, pbwt_index, pbwt_indexes)
+from genimpute.copying import ContigModel, pbwt
+from genimpute.copying import model as copying_model
+from genimpute.copying.pbwt import _zeros_before, pbwt_index, pbwt_indexes
+from genimpute.copying.states import _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed
+from genimpute.copying.untyped import minor_alleles
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.sparse_rows import RowParts, SparseSpool, row_parts
@@ -67,9 +70,9 @@ def _zeros_before_every_place(index, j: int) -> list:
 def _order_row(index, j: int, places=None) -> list:
     """order[j, i] of a pbwt_index as the walk reads it, at `places` (default: all)."""
     order_low, order_high = index[:2]
-    bits = copying._order_high_bits(order_low.shape[1])
+    bits = pbwt._order_high_bits(order_low.shape[1])
     places = range(order_low.shape[1]) if places is None else places
-    return [copying._order_at(order_low, order_high, bits, j, i) for i in places]
+    return [pbwt._order_at(order_low, order_high, bits, j, i) for i in places]
 
 
 @pytest.mark.parametrize("n_haplotypes", [50, 64, 129])  # a ragged last word, none, and one bit in it
@@ -111,7 +114,7 @@ def test_pbwt_order_keeps_16_bits_and_packs_only_the_bits_the_panel_needs_above_
 
 def test_pbwt_index_refuses_more_haplotypes_than_its_orders_number():
     with pytest.raises(ValueError, match="expected at most 16,777,216 haplotypes; found 16,777,217"):
-        copying._high_bits(copying.MAX_HAPLOTYPES + 1)
+        pbwt._high_bits(pbwt.MAX_HAPLOTYPES + 1)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
@@ -179,7 +182,7 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
     query = (alleles[:, 5] ^ (rng.random(n_sites) < 0.1)).astype(np.int8)
     query[::6] = -1
     k = 3
-    sightings = copying._sightings(_index(alleles), _index(alleles, reverse=True), query[:, None],
+    sightings = pbwt._sightings(_index(alleles), _index(alleles, reverse=True), query[:, None],
                                    np.arange(1), k, 1, np.full(1, -1))[0]
     # by the reversed prefix, as tested above
     orders = [np.lexsort([np.arange(n_haplotypes), *alleles[:j]]) for j in range(n_sites + 1)]
@@ -201,9 +204,9 @@ def test_queries_walking_together_each_find_what_they_find_alone():
     queries[rng.random((40, 9)) < 0.1] = -1
     excluded = np.array([-1, 3, -1, 0, 34, -1, -1, 7, -1])
     indexes = _index(alleles), _index(alleles, reverse=True)
-    together = copying._sightings(*indexes, queries, np.arange(9), 4, 1, excluded)
+    together = pbwt._sightings(*indexes, queries, np.arange(9), 4, 1, excluded)
     for q in range(9):
-        alone = copying._sightings(*indexes, queries[:, [q]].copy(), np.arange(1), 4, 1, excluded[[q]])[0]
+        alone = pbwt._sightings(*indexes, queries[:, [q]].copy(), np.arange(1), 4, 1, excluded[[q]])[0]
         assert np.array_equal(together[q], alone)
 
 
@@ -216,9 +219,9 @@ def test_sightings_every_few_sites_are_those_of_every_site_there(every):
     queries[rng.random((41, 5)) < 0.1] = -1
     excluded = np.array([-1, 3, -1, 0, 34])
     indexes = _index(alleles), _index(alleles, reverse=True)
-    everywhere = copying._sightings(*indexes, queries, np.arange(5), 4, 1, excluded)
-    sparse = copying._sightings(*indexes, queries, np.arange(5), 4, every, excluded)
-    assert sparse.shape == (5, copying.sighted_sites(41, every), 16)
+    everywhere = pbwt._sightings(*indexes, queries, np.arange(5), 4, 1, excluded)
+    sparse = pbwt._sightings(*indexes, queries, np.arange(5), 4, every, excluded)
+    assert sparse.shape == (5, pbwt.sighted_sites(41, every), 16)
     assert np.array_equal(sparse, everywhere[:, ::every])
 
 
@@ -278,7 +281,7 @@ def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormali
     (its posterior stays below the floor up to the site after it): each
     record's P(minor) is then the kept states' sum over the kept states'
     posterior; its second segment counts."""
-    from genimpute.copying import MAXIMA_BLOCK, _impute_untyped
+    from genimpute.copying.untyped import MAXIMA_BLOCK, _impute_untyped
     rng = np.random.default_rng(4)
     m, h = 300, 20
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
@@ -380,7 +383,7 @@ def test_each_new_segment_frees_the_last_ones_tables_and_gives_the_memory_back_f
     typed = rng.random(600) < 0.2
     model = ContigModel(_panel(alleles), 0, typed, CopyingSettings(segment_sites=30, margin_sites=10))
     released = []
-    monkeypatch.setattr(copying, "release_freed_memory",
+    monkeypatch.setattr(copying_model, "release_freed_memory",
                         lambda: released.append((model._index_of[0], model._tables_of[0])))
     queries = alleles[typed][:, :2].astype(np.int8)
     segments = model.segments()
@@ -762,7 +765,7 @@ def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted(every
     at, and each state copies one haplotype at a time, over every site,
     sighted at every site or every few (to the last site past the last
     sighting)."""
-    from genimpute.copying import _composite_states
+    from genimpute.copying.states import _composite_states
 
     t, n_states, rng = 60, 4, np.random.default_rng(9)
     sightings = np.full((t, 2), -1, dtype=np.int32)
@@ -784,7 +787,7 @@ def test_composite_states_hold_every_sighted_haplotype_where_it_is_sighted(every
 
 def test_posteriors_of_some_sites_are_those_rows_of_all_the_sites():
     """The core's posteriors need neither sweep across the far margin."""
-    from genimpute.copying import _posteriors
+    from genimpute.copying.hmm import _posteriors
 
     rng = np.random.default_rng(8)
     states = rng.integers(0, 2, (60, 9)).astype(np.uint8)
@@ -815,7 +818,7 @@ def test_the_engine_frees_a_contigs_index_when_it_moves_to_the_next(tmp_path):
 
 
 def test_a_selection_group_is_cut_to_keep_its_sightings_within_bounds():
-    from genimpute.copying import SELECTION_GROUP, SIGHTINGS_BYTES, selection_group
+    from genimpute.copying.model import SELECTION_GROUP, SIGHTINGS_BYTES, selection_group
 
     assert selection_group(10_000, 4_000, 16, 2) == SELECTION_GROUP  # 131 MB at 16 neighbours: fits
     halved = selection_group(10_000, 4_000, 32, 2)

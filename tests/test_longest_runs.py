@@ -23,7 +23,7 @@ def test_runs_through_a_site_are_the_matching_runs_that_contain_it():
 
 
 def test_uniform_landing_is_the_engines_forward_backward():
-    from genimpute.copying import _posteriors
+    from genimpute.copying.hmm import _posteriors
     from longest_runs import weighted_posteriors
 
     rng = np.random.default_rng(3)

@@ -1,0 +1,239 @@
+"""Untyped records from the posteriors at the typed sites: each panel
+haplotype's list of the records whose minor allele it carries, and
+each record's P(alt), interpolated between the typed sites either side
+and summed over the states that carry its minor allele."""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from genimpute.copying.hmm import FAST
+from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS
+
+
+MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
+
+
+@nb.njit(cache=True, parallel=True)
+def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, minor_is_alt, cursor, hap_records,
+                n_strips):
+    """Advance cursor[h] once for each record r (numbered from `first`)
+    whose minor allele haplotype h carries, records ascending, first writing
+    r to hap_records[cursor[h]] unless hap_records is empty (a count).
+    A record is whole, row whole_at[r] of whole (its packed row, zero-padded
+    to whole words; words: the same memory as uint64, each checked whole
+    first, as most words of a rare record hold none of its carriers), or
+    listed (whole_at[r] < 0) as the carriers of its minor allele,
+    positions[starts[r]:starts[r + 1]] (genimpute.io.sparse_rows; a REF
+    list holds the row's padding too, at n_haplotypes or past it, which
+    no strip takes). Each of n_strips threads takes its own strip of
+    haplotypes and fills their lists: the lists are disjoint, so the output
+    is the same for any n_strips, and the writes, scattered over every
+    haplotype's list, are most of the time."""
+    n_words = words.shape[1]
+    width = (n_words + n_strips - 1) // n_strips
+    for strip in nb.prange(n_strips):
+        low, high = strip * width * 64, min(n_haplotypes, (strip + 1) * width * 64)
+        for r in range(len(whole_at)):
+            if whole_at[r] < 0:
+                for h in positions[starts[r]:starts[r + 1]]:
+                    if low <= h < high:  # at or past n_haplotypes: padding
+                        _note_carrier(cursor, hap_records, h, first + r)
+                continue
+            row = whole_at[r]
+            flip = 0 if minor_is_alt[r] else 255
+            none_carry = np.uint64(0) if minor_is_alt[r] else ~np.uint64(0)
+            for w in range(strip * width, min(n_words, (strip + 1) * width)):
+                if words[row, w] == none_carry:
+                    continue
+                for byte in range(8 * w, 8 * w + 8):
+                    value = whole[row, byte] ^ flip
+                    for k in range(ONES_IN_BYTE[value]):
+                        h = byte * 8 + SET_BITS[value, k]
+                        if h < n_haplotypes:  # past the last haplotype: padding
+                            _note_carrier(cursor, hap_records, h, first + r)
+
+
+@nb.njit(cache=True)
+def _note_carrier(cursor, hap_records, h, record):
+    if len(hap_records):
+        hap_records[cursor[h]] = record
+    cursor[h] += 1
+
+
+def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
+    """(hap_starts (H + 1,), hap_records, alt_major) of records (blocks():
+    their RowParts (genimpute.io.sparse_rows), block after block;
+    minor_is_alt: which allele of each is the minor one): the records whose
+    minor allele haplotype h carries, hap_records[hap_starts[h]:hap_starts[h + 1]]
+    ascending, and the records whose minor allele is REF (numbered in that order).
+
+    A haplotype carries the minor allele of a few hundred records per Mb
+    whatever the panel's size (the sum of their frequencies), so summing a
+    query's states over their own lists reads a few hundred entries per
+    state and Mb, where reading every record grows with the panel's records
+    (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
+    The records are read twice, a block at a time (to count, then to
+    fill): bit-packed, a segment's untyped records take 0.3 GB at 16,000
+    samples and would take several GB at 100,000. The lists are built in
+    n_strips threads (_scan_minor)."""
+    counts = np.zeros(n_haplotypes, dtype=np.int64)
+    for first, parts in _numbered(blocks()):
+        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,
+                    minor_is_alt[first:], counts, np.empty(0, dtype=np.int32), n_strips)
+    hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
+    hap_starts[1:] = np.cumsum(counts)
+    hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
+    cursor = hap_starts[:-1].copy()
+    for first, parts in _numbered(blocks()):
+        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,
+                    minor_is_alt[first:], cursor, hap_records, n_strips)
+    return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
+
+
+def _scanned(parts, minor_is_alt: np.ndarray) -> tuple:
+    """_scan_minor's view of RowParts: (whole rows padded to words, the
+    same as uint64, whole_at, starts, positions), once each listed record
+    is found to list its minor allele's carriers, as SparseRows lists a
+    rare record's (a row listed by its other allele would need them all)."""
+    listed = parts.whole_at < 0
+    if np.any(parts.ones_listed[listed] != minor_is_alt[listed]):
+        raise ValueError("expected each listed record to list its minor allele's carriers; found one that lists "
+                         "its major allele's")
+    return *_as_words(parts.whole), parts.whole_at, parts.starts, parts.positions
+
+
+def _as_words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block's packed rows zero-padded to whole uint64 words, C-contiguous;
+    the same memory as uint64)."""
+    if block.shape[1] % 8:
+        block = np.pad(block, ((0, 0), (0, -block.shape[1] % 8)))
+    block = np.ascontiguousarray(block)
+    return block, block.view(np.uint64)
+
+
+def _numbered(blocks):
+    """(the number of rows before it, parts) of each block's RowParts."""
+    first = 0
+    for parts in blocks:
+        yield first, parts
+        first += len(parts.whole_at)
+
+
+@nb.njit(cache=True)
+def _sides(gap, last):
+    """The typed sites whose posteriors gap `gap` interpolates between:
+    those either side of it, or its one neighbour before the first typed
+    site, after the last, and after the forward-backward's last (`last` - 1)."""
+    return max(gap - 1, 0), min(gap, last - 1)
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, end, last):
+    """Add to record r's P(minor) the state's posterior at each typed site
+    either side of it (_sides) that lies in [start, end), weighted
+    (posterior's rows: typed sites lo ..)."""
+    left, right = _sides(record_gap[r], last)
+    if start <= left < end:
+        out_column[r] += (1 - weights[r]) * posterior[left - lo, slot]
+    if start <= right < end:
+        out_column[r] += weights[r] * posterior[right - lo, slot]
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _block_maxima(posterior):
+    """(ceil(sites / MAXIMA_BLOCK), K) each state's largest posterior in
+    each block of MAXIMA_BLOCK typed sites."""
+    n, k = posterior.shape
+    out = np.zeros(((n + MAXIMA_BLOCK - 1) // MAXIMA_BLOCK, k), dtype=np.float32)
+    for i in range(n):
+        row = out[i // MAXIMA_BLOCK]
+        for s in range(k):
+            row[s] = max(row[s], posterior[i, s])
+    return out
+
+
+@nb.njit(cache=True)
+def _negligible(maxima, slot, first, last, floor):
+    """Whether the state's posterior stays below `floor` in the blocks of
+    MAXIMA_BLOCK rows that hold rows [first, last] of the posteriors (none,
+    if last < first): a block's rows beyond them can keep it, never skip it."""
+    if last < first:
+        return True
+    for b in range(first // MAXIMA_BLOCK, last // MAXIMA_BLOCK + 1):
+        if maxima[b, slot] >= floor:
+            return False
+    return True
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
+    """Write each untyped record's P(alt) to out_column (zeros): the
+    posteriors (rows: typed sites lo .., as far as the records read) at the
+    typed sites either side (_sides), interpolated by the record's weight (0
+    at the left site, 1 at the right), summed over the states that carry
+    its minor allele (minor_alleles) at that site (a composite state may
+    copy another haplotype at each), and taken from 1 where that allele is
+    REF. A state's segment is skipped where its posterior stays below
+    `floor` (CopyingSettings.posterior_floor) from the typed site before
+    the segment to the one after it, of those the posteriors hold (all the
+    sites its records read, and two more), and each record's sum is divided
+    by the posterior of the states it kept (_kept_posterior): the
+    skipped states are taken to carry the minor allele as often as the kept
+    ones do."""
+    weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
+    maxima = _block_maxima(posterior)
+    kept = np.empty(segments.shape[1], dtype=np.bool_)
+    for e in range(segments.shape[1]):
+        slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
+        kept[e] = not _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, lo + len(posterior) - 1) - lo,
+                                  floor)
+        if not kept[e]:
+            continue
+        low, high = hap_starts[h], hap_starts[h + 1]
+        i = low + np.searchsorted(hap_records[low:high], gap_first[start])
+        # gap `start`, where the left site may be another state's: its records one by one
+        while i < high and hap_records[i] < gap_first[start + 1]:
+            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
+            i += 1
+        # gaps start + 1 .. end - 1, both sites in the segment: the bulk, with no tests
+        while i < high and hap_records[i] < gap_first[end]:
+            r = hap_records[i]
+            left, right = _sides(record_gap[r], last)
+            out_column[r] += (1 - weights[r]) * posterior[left - lo, slot] + weights[r] * posterior[right - lo, slot]
+            i += 1
+        # gap `end`, where the right site may be another state's
+        while i < high and hap_records[i] < gap_first[end + 1]:
+            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
+            i += 1
+    if not kept.all():
+        kept_posterior = _kept_posterior(segments, kept, posterior, lo)
+        for r in range(len(out_column)):
+            left, right = _sides(record_gap[r], last)
+            kept_share = (1 - weights[r]) * kept_posterior[left - lo] + weights[r] * kept_posterior[right - lo]
+            if kept_share > 0:
+                out_column[r] /= kept_share
+    for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
+        out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _kept_posterior(segments, kept, posterior, lo):
+    """(rows,) the posterior at each row of `posterior` (typed sites lo ..)
+    of the states whose segment there is `kept`, walked down the kept
+    segments' columns. They hold a small part of the posterior: at 16,000
+    samples, 133,000 of a haplotype's cells on a 4,000-site segment of 10
+    Mb, against 296,000 in the skipped segments of states kept elsewhere.
+    Summing the skipped ones instead (those, and a masked pass over every
+    row for the states skipped everywhere) took 0.8 of the records' 1.5 ms
+    per haplotype there (BENCHMARKS.md, stop 53)."""
+    rows = posterior.shape[0]
+    out = np.zeros(rows, dtype=np.float32)
+    for e in range(segments.shape[1]):
+        if not kept[e]:
+            continue
+        slot = segments[0, e]
+        for j in range(max(segments[1, e], lo), min(segments[2, e], lo + rows)):
+            out[j - lo] += posterior[j - lo, slot]
+    return out
