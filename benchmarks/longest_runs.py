@@ -86,8 +86,8 @@ def composite_states(index: tuple, queries: np.ndarray, q: int, n_haplotypes: in
         sightings[ignored] = -1
     capacity = sightings.shape[0] * sightings.shape[1] + max_states
     segments, _ = _composite_states(sightings, 1, len(sightings), max_states,
-                                            np.full(n_haplotypes, -1, np.int32), np.empty((4, capacity), np.int64),
-                                            np.empty(capacity, np.int64))
+                                    np.full(n_haplotypes, -1, np.int32), np.empty((4, capacity), np.int64),
+                                    np.empty(capacity, np.int64))
     return segments.copy()
 
 
@@ -110,8 +110,8 @@ def impute_every_gap(index: tuple, query: np.ndarray, segments: np.ndarray, n_st
     haplotype_words, untyped = index[2], index[3]
     last = len(query)
     _impute_haplotype(haplotype_words, query.copy(), segments, n_states, last, 0, last, jump,
-                              settings.error, np.float32(settings.posterior_floor), untyped, out_column,
-                              np.empty(last, np.float32))
+                      settings.error, np.float32(settings.posterior_floor), untyped, out_column,
+                      np.empty(last, np.float32))
 
 
 def impute(model, segment, index, queries: np.ndarray, top: int, with_composite: bool) -> np.ndarray:
@@ -210,7 +210,7 @@ def impute_ibs(model, segment, index, queries: np.ndarray, per_step: int, n_step
             capacity = sightings.size + STEP_STATES
             buffer, heap = np.empty((4, capacity), np.int64), np.empty(capacity, np.int64)
             segments, n_states = _composite_states(sightings, 1, len(sightings), STEP_STATES, slot_of, buffer,
-                                                           heap)
+                                                   heap)
         impute_every_gap(index, queries[:, q], segments.copy(), n_states, jump, settings, out[:, q])
     return out
 
@@ -255,7 +255,7 @@ def impute_weighted(model, segment, index, queries: np.ndarray, alpha: float) ->
         weights = np.maximum(runs_through(state_alleles, queries[:, q]), 1).astype(np.float64) ** alpha
         posterior = weighted_posteriors(state_alleles, queries[:, q], jump, settings.error, weights)
         _impute_untyped(untyped, segments, posterior, 0, last, np.float32(settings.posterior_floor),
-                                out[:, q])
+                        out[:, q])
     return out
 
 

@@ -183,7 +183,7 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
     query[::6] = -1
     k = 3
     sightings = pbwt._sightings(_index(alleles), _index(alleles, reverse=True), query[:, None],
-                                   np.arange(1), k, 1, np.full(1, -1))[0]
+                                np.arange(1), k, 1, np.full(1, -1))[0]
     # by the reversed prefix, as tested above
     orders = [np.lexsort([np.arange(n_haplotypes), *alleles[:j]]) for j in range(n_sites + 1)]
     place = 0

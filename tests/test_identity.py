@@ -224,8 +224,7 @@ def test_each_target_sample_gets_its_own_answer_in_any_group_of_a_large_cohort()
 
 
 @pytest.mark.parametrize("fewest_blocks, nearest, counted", [(3, 1, 3), (4, 1, 4), (3, 2, 4)])
-def test_a_code_most_of_the_panel_carries_is_counted_only_when_too_few_blocks_or_samples_are(fewest_blocks, nearest,
-                                                                                            counted):
+def test_a_common_code_is_counted_only_when_too_few_blocks_or_samples_are(fewest_blocks, nearest, counted):
     """Panel sample 7's four blocks as the target: three codes only it
     carries, one every sample carries. The common block is counted only
     when the rare three are fewer than fewest_blocks, or meet fewer than
