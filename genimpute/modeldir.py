@@ -92,11 +92,15 @@ class ModelFormatError(CheckpointError):
 # formats 1 to 5 keeps every record whole ("packed"), and reads as before. A
 # genimpute that reads formats up to 5 would take the new panel.npz for a
 # corrupted one; it says instead that the directory is of a newer format.
+# Format 7: panel.npz keeps the rows of the records not listed in blocks by
+# their distinct columns (genimpute.io.coded_rows; genimpute-panel/3); one of
+# formats 1 to 6 reads as before, and for the same reason as format 6's a
+# genimpute that reads up to 6 says the directory is newer.
 #
 # Retiring format 1 is deleting its branches here (and ReferencePanel.load's
 # centimorgans_optional) and letting FIRST_FORMAT be 2.
 FORMAT_NAME = "genimpute-model"
-FIRST_FORMAT, FORMAT = 1, 6  # the oldest format read, and the one written
+FIRST_FORMAT, FORMAT = 1, 7  # the oldest format read, and the one written
 
 # config settings whose default changed when they were added: the rest take their config class's
 _FORMAT1_CONFIG = {"window": {"near_weight": 1}, "model": {"rows_per_gap": 0}}

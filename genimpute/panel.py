@@ -16,6 +16,7 @@ from tqdm import tqdm
 from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
+from genimpute.io.coded_rows import CodedRows
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, npz_rows, packed_blocks, write_npz
@@ -26,10 +27,11 @@ from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
 log = logging.getLogger(__name__)
 
 # `genimpute panel` files: the panel's records with their genetic positions, read without parsing VCF.
-# Format 2 keeps a rare record as the list of its carriers (genimpute.io.sparse_rows); format 1 kept
-# every record whole, and is read still (as is a model directory's panel.npz written then).
-COMPACT_FORMAT = "genimpute-panel/2"
-COMPACT_FORMATS_READ = ("genimpute-panel/1", COMPACT_FORMAT)
+# Format 3 keeps a rare record as the list of its carriers (genimpute.io.sparse_rows) and the others'
+# rows in blocks by their distinct columns (genimpute.io.coded_rows); format 2 kept those rows whole,
+# format 1 every record whole, and both are read still (as is a model directory's panel.npz written then).
+COMPACT_FORMAT = "genimpute-panel/3"
+COMPACT_FORMATS_READ = ("genimpute-panel/1", "genimpute-panel/2", COMPACT_FORMAT)
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
@@ -163,6 +165,7 @@ class ReferencePanel:
             self._save(path, spool.rows())
 
     def _save(self, path: str | Path, rows: SparseRows) -> None:
+        whole = rows.whole if isinstance(rows.whole, CodedRows) else CodedRows.code(rows.whole)
         with open(path, "wb") as handle:
             write_npz(handle, dict(
                 format=np.array(COMPACT_FORMAT),
@@ -178,7 +181,10 @@ class ReferencePanel:
                 whole_at=rows.whole_at,
                 starts=rows.starts,
                 ones_listed=rows.ones_listed,
-            ), dict(whole=(rows.whole.shape, np.uint8, packed_blocks(rows.whole)),
+                whole_block_starts=whole.block_starts,
+                whole_sequence_starts=whole.sequence_starts,
+            ), dict(whole_index=(whole.index.shape, np.uint16, packed_blocks(whole.index)),
+                    whole_sequences=(whole.sequences.shape, np.uint8, packed_blocks(whole.sequences)),
                     listed=(rows.positions.shape, rows.positions.dtype, packed_blocks(rows.positions))))
 
     @classmethod
@@ -209,11 +215,13 @@ class ReferencePanel:
 
 def _stored_rows(path: str | Path, z) -> SparseRows | FileRows:
     """The records of a compact panel's file (z: the file opened by np.load):
-    format 2's as kept, whole or listed; format 1's whole."""
+    format 3's as kept, listed or coded; format 2's listed or whole; format 1's whole."""
     if "packed" in z:
         return npz_rows(path, "packed")
-    return SparseRows(npz_rows(path, "whole"), npz_rows(path, "listed"), z["whole_at"], z["starts"],
-                      z["ones_listed"])
+    whole = npz_rows(path, "whole") if "whole" in z else \
+        CodedRows(npz_rows(path, "whole_index"), npz_rows(path, "whole_sequences"), z["whole_block_starts"],
+                  z["whole_sequence_starts"])
+    return SparseRows(whole, npz_rows(path, "listed"), z["whole_at"], z["starts"], z["ones_listed"])
 
 
 class ShownSpool(SparseSpool):

@@ -23,6 +23,17 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header: 
 _MAX_READ = 1 << 30  # bytes per pread: Linux reads at most about 2 GB per call
 
 
+def row_numbers(rows, n: int) -> np.ndarray:
+    """Rows given as a slice, an integer array or a mask, as int64 row numbers."""
+    if isinstance(rows, slice):
+        return np.arange(*rows.indices(n), dtype=np.int64)
+    rows = np.asarray(rows)
+    rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64).ravel()
+    if len(rows) and (rows.min() < -n or rows.max() >= n):
+        raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for {n} rows")
+    return np.where(rows < 0, rows + n, rows)
+
+
 def packed_blocks(packed, block_bytes: int = 64 << 20, rows: np.ndarray | None = None):
     """The rows of packed (M, W), an array, FileRows or SparseRows (every
     one, or those numbered in `rows`, in its order), a block of about

@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.errors import CheckpointError
-from genimpute.io.file_rows import FileRows, RowSpool, packed_blocks
+from genimpute.io.file_rows import FileRows, RowSpool, packed_blocks, row_numbers
 
 POSITION = np.dtype(np.uint32)  # a listed bit's position in its row: rows of up to 2^32 bits
 
@@ -87,8 +87,9 @@ def parts_in_blocks(rows_of, rows: np.ndarray, block_bytes: int):
 class SparseRows:
     """(M, W) uint8 bit rows, each whole (a row of `whole`) or listed (a
     span of `positions`); read by indexing (a slice, an integer, an integer
-    array or a mask) as the whole rows, like FileRows. `whole` and
-    `positions` (P, 1) are arrays or FileRows."""
+    array or a mask) as the whole rows, like FileRows. `whole` is an array,
+    FileRows or CodedRows (a compact panel's, genimpute.io.coded_rows);
+    `positions` (P, 1) an array or FileRows."""
 
     ndim = 2
     dtype = np.dtype(np.uint8)
@@ -125,7 +126,7 @@ class SparseRows:
     def parts(self, rows: np.ndarray) -> RowParts:
         """RowParts of these rows (integers, or a slice or mask), their
         whole rows and positions read in the rows' order."""
-        rows = _row_numbers(rows, len(self))
+        rows = row_numbers(rows, len(self))
         at = self.whole_at[rows]
         whole = self.whole[at[at >= 0]]
         whole_at = np.full(len(rows), -1, dtype=np.int64)
@@ -147,17 +148,6 @@ class SparseRows:
         listed = np.diff(self.starts)[~kept_whole]
         counts[~kept_whole] = np.where(self.ones_listed[~kept_whole], listed, 8 * self.shape[1] - listed)
         return counts
-
-
-def _row_numbers(rows, n: int) -> np.ndarray:
-    """Rows given as a slice, an integer array or a mask, as int64 row numbers."""
-    if isinstance(rows, slice):
-        return np.arange(*rows.indices(n), dtype=np.int64)
-    rows = np.asarray(rows)
-    rows = np.flatnonzero(rows) if rows.dtype == bool else rows.astype(np.int64).ravel()
-    if len(rows) and (rows.min() < -n or rows.max() >= n):
-        raise IndexError(f"rows {rows.min()}..{rows.max()} out of range for {n} rows")
-    return np.where(rows < 0, rows + n, rows)
 
 
 def _read_spans(positions, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
