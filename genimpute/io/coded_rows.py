@@ -81,10 +81,10 @@ class CodedRows:
         self._last: tuple = (None, None)  # (block, its rows) of the last block decoded
 
     @classmethod
-    def code(cls, rows, block_rows: int = BLOCK_ROWS) -> CodedRows:
+    def code(cls, rows) -> CodedRows:
         """rows (M, W), an array or FileRows or any rows read by slices, coded in memory."""
-        blocks = [coded for start in range(0, len(rows), block_rows)
-                  for coded in code_block(np.ascontiguousarray(rows[start:start + block_rows]))]
+        blocks = [coded for start in range(0, len(rows), BLOCK_ROWS)
+                  for coded in code_block(np.ascontiguousarray(rows[start:start + BLOCK_ROWS]))]
         width = 8 * rows.shape[1]
         return cls(np.stack([b.index for b in blocks]) if blocks else np.empty((0, width), dtype=np.uint16),
                    np.concatenate([b.sequences for b in blocks]) if blocks else
@@ -117,9 +117,6 @@ class CodedRows:
                 int(self.block_starts[b + 1] - self.block_starts[b]))
         return self._last[1]
 
-    def in_memory(self) -> CodedRows:
-        return CodedRows(self.index[:], self.sequences[:], self.block_starts, self.sequence_starts)
-
 
 @nb.njit(cache=True, inline="always")
 def _transpose64(a):
@@ -142,9 +139,9 @@ def _transpose64(a):
 def _decode_block(index, sequences, n_rows):
     """(n_rows, W) uint8 rows of a block: bit position h's bit of row r is
     bit r of its column sequences[index[h]]. 64 positions by 64 rows at a
-    time: their columns' bits as 64 words, transposed into the rows'
-    (a loop over each column's set bits, scattering a byte write for each,
-    took five times as long)."""
+    time: their columns' bits as 64 words, transposed into the rows' (a
+    loop over each column's set bits, scattering a byte write for each,
+    took about three times as long)."""
     width = len(index) // 8
     out = np.zeros((n_rows, width), dtype=np.uint8)
     words = np.empty(64, dtype=np.uint64)
