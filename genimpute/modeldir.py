@@ -92,8 +92,9 @@ class ModelFormatError(CheckpointError):
 # formats 1 to 5 keeps every record whole ("packed"), and reads as before. A
 # genimpute that reads formats up to 5 would take the new panel.npz for a
 # corrupted one; it says instead that the directory is of a newer format.
-# Format 7: panel.npz keeps the rows of the records not listed in blocks by
-# their distinct columns (genimpute.io.coded_rows; genimpute-panel/3); one of
+# Format 7: panel.npz keeps a listed record's carriers as gaps and the rows of
+# the others in blocks by their distinct columns (genimpute.io.delta_positions,
+# genimpute.io.coded_rows; genimpute-panel/3); one of
 # formats 1 to 6 reads as before, and for the same reason as format 6's a
 # genimpute that reads up to 6 says the directory is newer.
 #

@@ -17,6 +17,7 @@ from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.coded_rows import CodedRows
+from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, npz_rows, packed_blocks, write_npz
@@ -27,9 +28,10 @@ from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
 log = logging.getLogger(__name__)
 
 # `genimpute panel` files: the panel's records with their genetic positions, read without parsing VCF.
-# Format 3 keeps a rare record as the list of its carriers (genimpute.io.sparse_rows) and the others'
-# rows in blocks by their distinct columns (genimpute.io.coded_rows); format 2 kept those rows whole,
-# format 1 every record whole, and both are read still (as is a model directory's panel.npz written then).
+# Format 3 keeps a rare record as the list of its carriers (genimpute.io.sparse_rows), as the gaps
+# between them (genimpute.io.delta_positions), and the others' rows in blocks by their distinct columns
+# (genimpute.io.coded_rows); format 2 kept the lists as uint32 and those rows whole, format 1 every record
+# whole, and both are read still (as is a model directory's panel.npz written then).
 COMPACT_FORMAT = "genimpute-panel/3"
 COMPACT_FORMATS_READ = ("genimpute-panel/1", "genimpute-panel/2", COMPACT_FORMAT)
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -166,6 +168,8 @@ class ReferencePanel:
 
     def _save(self, path: str | Path, rows: SparseRows) -> None:
         whole = rows.whole if isinstance(rows.whole, CodedRows) else CodedRows.code(rows.whole)
+        listed = rows.positions if isinstance(rows.positions, DeltaPositions) else \
+            DeltaPositions.code(rows.positions, rows.starts)
         with open(path, "wb") as handle:
             write_npz(handle, dict(
                 format=np.array(COMPACT_FORMAT),
@@ -183,9 +187,10 @@ class ReferencePanel:
                 ones_listed=rows.ones_listed,
                 whole_block_starts=whole.block_starts,
                 whole_sequence_starts=whole.sequence_starts,
+                listed_byte_starts=listed.byte_starts,
             ), dict(whole_index=(whole.index.shape, np.uint16, packed_blocks(whole.index)),
                     whole_sequences=(whole.sequences.shape, np.uint8, packed_blocks(whole.sequences)),
-                    listed=(rows.positions.shape, rows.positions.dtype, packed_blocks(rows.positions))))
+                    listed_gaps=(listed.data.shape, np.uint8, packed_blocks(listed.data))))
 
     @classmethod
     def load(cls, path: str | Path, centimorgans_optional: bool = False) -> "ReferencePanel":
@@ -215,13 +220,16 @@ class ReferencePanel:
 
 def _stored_rows(path: str | Path, z) -> SparseRows | FileRows:
     """The records of a compact panel's file (z: the file opened by np.load):
-    format 3's as kept, listed or coded; format 2's listed or whole; format 1's whole."""
+    format 3's as kept, listed (as gaps) or coded; format 2's listed or whole; format 1's whole."""
     if "packed" in z:
         return npz_rows(path, "packed")
-    whole = npz_rows(path, "whole") if "whole" in z else \
-        CodedRows(npz_rows(path, "whole_index"), npz_rows(path, "whole_sequences"), z["whole_block_starts"],
-                  z["whole_sequence_starts"])
-    return SparseRows(whole, npz_rows(path, "listed"), z["whole_at"], z["starts"], z["ones_listed"])
+    if "whole" in z:
+        return SparseRows(npz_rows(path, "whole"), npz_rows(path, "listed"), z["whole_at"], z["starts"],
+                          z["ones_listed"])
+    whole = CodedRows(npz_rows(path, "whole_index"), npz_rows(path, "whole_sequences"), z["whole_block_starts"],
+                      z["whole_sequence_starts"])
+    listed = DeltaPositions(npz_rows(path, "listed_gaps"), z["listed_byte_starts"], z["starts"])
+    return SparseRows(whole, listed, z["whole_at"], z["starts"], z["ones_listed"])
 
 
 class ShownSpool(SparseSpool):

@@ -11,6 +11,7 @@ from paths import PANEL
 
 from genimpute.errors import CheckpointError
 from genimpute.io.coded_rows import CodedRows
+from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.file_rows import FileRows, npz_rows, packed_blocks, write_npz
 from genimpute.io.sparse_rows import SparseRows
 from genimpute.panel import ReferencePanel, read_reference
@@ -92,7 +93,9 @@ def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
     assert isinstance(loaded.packed, SparseRows)  # not read whole: its parts are rows of the file
     coded = loaded.packed.whole  # the rows not listed, coded in blocks (genimpute.io.coded_rows)
     assert isinstance(coded, CodedRows) and isinstance(coded.index, FileRows)
-    assert isinstance(coded.sequences, FileRows) and isinstance(loaded.packed.positions, FileRows)
+    listed = loaded.packed.positions  # the listed rows' positions as gaps (genimpute.io.delta_positions)
+    assert isinstance(coded.sequences, FileRows) and isinstance(listed, DeltaPositions)
+    assert isinstance(listed.data, FileRows)
     assert 0 < np.count_nonzero(loaded.packed.whole_at < 0) < len(panel)  # some records listed, some whole
     rows = np.array([0, 2, 3, len(panel) - 1])
     np.testing.assert_array_equal(loaded.haplotypes(rows), panel.haplotypes(rows))
@@ -110,8 +113,9 @@ def test_a_compact_panel_reads_its_haplotypes_from_the_file(tmp_path):
 
 
 def test_a_format_2_compact_panel_reads_as_it_was_written(tmp_path):
-    """Format 2 kept the rows that are not listed whole: such a file (this
-    panel's, rewritten so) reads with the same haplotypes."""
+    """Format 2 kept the rows that are not listed whole, and the listed
+    positions as uint32: such a file (this panel's, rewritten so) reads
+    with the same haplotypes."""
     panel = ReferencePanel.from_vcf(PANEL)
     path = tmp_path / "panel.gpanel"
     panel.save(path)
@@ -119,7 +123,8 @@ def test_a_format_2_compact_panel_reads_as_it_was_written(tmp_path):
         arrays = {name: z[name] for name in z.files}
     coded = CodedRows(*(arrays.pop(f"whole_{part}") for part in ("index", "sequences", "block_starts",
                                                                   "sequence_starts")))
-    arrays.update(whole=coded[:], format=np.array("genimpute-panel/2"))
+    listed = DeltaPositions(arrays.pop("listed_gaps"), arrays.pop("listed_byte_starts"), arrays["starts"])
+    arrays.update(whole=coded[:], listed=listed.decoded(), format=np.array("genimpute-panel/2"))
     with open(tmp_path / "format2.gpanel", "wb") as handle:  # a path would gain ".npz"
         np.savez(handle, **arrays)
     loaded = read_reference(tmp_path / "format2.gpanel")

@@ -117,12 +117,15 @@ def test_a_corrupted_position_is_an_error_not_a_write_elsewhere(tmp_path, value)
     panel = ReferencePanel.from_vcf(PANEL)
     path = tmp_path / "panel.gpanel"
     panel.save(path)
-    member = npz_rows(path, "listed")
-    with open(path, "r+b") as handle:  # the first listed position
+    member = npz_rows(path, "listed_gaps")
+    varint = []
+    while value >= 128:
+        varint, value = varint + [value & 127 | 128], value >> 7
+    with open(path, "r+b") as handle:  # the first listed position's gap, and the bytes after it as it needs
         handle.seek(member.offset)
-        handle.write(np.array([value], dtype=np.uint32).tobytes())
+        handle.write(bytes(varint + [value]))
     loaded = read_reference(path)
-    with pytest.raises(CheckpointError, match="expected bit positions below 400"):
+    with pytest.raises(CheckpointError, match="corrupted"):  # beyond its row, or the rows' count of positions off
         loaded.packed[:]
 
 

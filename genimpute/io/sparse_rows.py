@@ -18,6 +18,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.errors import CheckpointError
+from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.file_rows import FileRows, RowSpool, packed_blocks, row_numbers
 
 POSITION = np.dtype(np.uint32)  # a listed bit's position in its row: rows of up to 2^32 bits
@@ -89,7 +90,8 @@ class SparseRows:
     span of `positions`); read by indexing (a slice, an integer, an integer
     array or a mask) as the whole rows, like FileRows. `whole` is an array,
     FileRows or CodedRows (a compact panel's, genimpute.io.coded_rows);
-    `positions` (P, 1) an array or FileRows."""
+    `positions` (P, 1) an array or FileRows, or DeltaPositions (a compact
+    panel's, genimpute.io.delta_positions)."""
 
     ndim = 2
     dtype = np.dtype(np.uint8)
@@ -134,11 +136,14 @@ class SparseRows:
         first, stop = self.starts[rows], self.starts[rows + 1]
         starts = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(stop - first, out=starts[1:])
-        return RowParts(whole, whole_at, starts, _read_spans(self.positions, first, stop), self.ones_listed[rows])
+        positions = self.positions.spans(rows) if isinstance(self.positions, DeltaPositions) else \
+            _read_spans(self.positions, first, stop)
+        return RowParts(whole, whole_at, starts, positions, self.ones_listed[rows])
 
     def in_memory(self) -> "SparseRows":
         """These rows with their whole rows and positions read into memory."""
-        return SparseRows(self.whole[:], self.positions[:], self.whole_at, self.starts, self.ones_listed)
+        positions = self.positions.decoded() if isinstance(self.positions, DeltaPositions) else self.positions[:]
+        return SparseRows(self.whole[:], positions, self.whole_at, self.starts, self.ones_listed)
 
     def ones(self) -> np.ndarray:
         """(M,) int64 the 1 bits of each row, padding included."""
