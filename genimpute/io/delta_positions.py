@@ -31,7 +31,7 @@ class DeltaPositions:
             raise ValueError(f"expected {len(counts)} byte starts ending at {len(data)}; found {len(byte_starts)} "
                              f"ending at {int(byte_starts[-1]) if len(byte_starts) else None}")
         self.data, self.byte_starts, self.counts = data, byte_starts, counts
-        self.path = getattr(data, "path", None)
+        self.path = getattr(data, "path", "listed positions")  # named in errors
 
     def __len__(self) -> int:
         return int(self.counts[-1])
@@ -74,7 +74,7 @@ class DeltaPositions:
             data = np.concatenate([self.data[a:b] for a, b in zip(run_first.tolist(), run_stop.tolist())]).reshape(-1)
         ends = np.cumsum(stop - first)
         if _decode_rows(data, ends, out) != len(out):
-            raise CheckpointError(f"{self.path or 'listed positions'}: expected {len(out)} positions in the rows' "
+            raise CheckpointError(f"{self.path}: expected {len(out)} positions in the rows' "
                                   "bytes; found otherwise (corrupted)")
         return out
 
