@@ -20,7 +20,7 @@ from genimpute.io.coded_rows import CodedRows
 from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
-from genimpute.io.file_rows import FileRows, npz_rows, packed_blocks, write_npz
+from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, packed_blocks, write_npz
 from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_by_row
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
@@ -167,9 +167,16 @@ class ReferencePanel:
             self._save(path, spool.rows())
 
     def _save(self, path: str | Path, rows: SparseRows) -> None:
-        whole = rows.whole if isinstance(rows.whole, CodedRows) else CodedRows.code(rows.whole)
-        listed = rows.positions if isinstance(rows.positions, DeltaPositions) else \
-            DeltaPositions.code(rows.positions, rows.starts)
+        """The records coded (coded_rows, delta_positions) into spools beside
+        `path`, unless they were read so, then written out."""
+        directory = Path(path).parent
+        with RowSpool(directory, np.uint16) as index, RowSpool(directory) as sequences, RowSpool(directory) as gaps:
+            whole = rows.whole if isinstance(rows.whole, CodedRows) else CodedRows.code(rows.whole, index, sequences)
+            listed = rows.positions if isinstance(rows.positions, DeltaPositions) else \
+                DeltaPositions.code(rows.positions, rows.starts, gaps)
+            self._write(path, rows, whole, listed)
+
+    def _write(self, path: str | Path, rows: SparseRows, whole: CodedRows, listed: DeltaPositions) -> None:
         with open(path, "wb") as handle:
             write_npz(handle, dict(
                 format=np.array(COMPACT_FORMAT),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from genimpute.io.coded_rows import BLOCK_ROWS, CodedRows, code_block
+from genimpute.io.file_rows import RowSpool
 
 
 def _rows_in_ld(rng, n_rows: int, width: int, founders: int = 5) -> np.ndarray:
@@ -24,8 +25,15 @@ def rows():
     return _rows_in_ld(np.random.default_rng(4), 3 * BLOCK_ROWS + 17, 37)
 
 
-def test_rows_come_back_bit_for_bit_however_they_are_asked_for(rows):
-    coded = CodedRows.code(rows)
+@pytest.fixture
+def code(tmp_path):
+    """CodedRows.code into spools of tmp_path, open for the test."""
+    with RowSpool(tmp_path, np.uint16) as index, RowSpool(tmp_path) as sequences:
+        yield lambda rows: CodedRows.code(rows, index, sequences)
+
+
+def test_rows_come_back_bit_for_bit_however_they_are_asked_for(rows, code):
+    coded = code(rows)
     assert coded.shape == rows.shape and len(coded) == len(rows) and len(coded.index) == 4
     mask = np.random.default_rng(1).random(len(rows)) < 0.3
     for asked in (slice(None), slice(5, 300, 7), 130, -1, mask, np.array([400, 3, 3, 128, 127, 0]), np.array([], int)):
@@ -34,9 +42,9 @@ def test_rows_come_back_bit_for_bit_however_they_are_asked_for(rows):
         coded[np.array([len(rows)])]
 
 
-def test_rows_in_ld_take_fewer_bytes_than_the_rows(rows):
-    coded = CodedRows.code(rows)
-    assert coded.index.nbytes + coded.sequences.nbytes < rows.nbytes
+def test_rows_in_ld_take_fewer_bytes_than_the_rows(rows, code):
+    coded = code(rows)
+    assert coded.index[:].nbytes + coded.sequences[:].nbytes < rows.nbytes
     assert len(coded.sequences) < 8 * rows.shape[1] * len(coded.index)  # columns shared within blocks
 
 
@@ -52,8 +60,8 @@ def test_a_block_with_too_many_distinct_columns_is_split_until_each_fits(rows):
     np.testing.assert_array_equal(coded[:], block)
 
 
-def test_blocks_that_do_not_add_up_are_refused(rows):
-    coded = CodedRows.code(rows)
+def test_blocks_that_do_not_add_up_are_refused(rows, code):
+    coded = code(rows)
     with pytest.raises(ValueError, match="expected blocks of 1 to BLOCK_ROWS rows"):
         CodedRows(coded.index, coded.sequences[:-1], coded.block_starts, coded.sequence_starts)
     with pytest.raises(ValueError, match="block and sequence starts"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from genimpute.io.delta_positions import ROWS_PER_BLOCK, DeltaPositions
+from genimpute.io.file_rows import RowSpool
 
 
 def _rows(rng, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -21,27 +22,34 @@ def _rows(rng, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(rows), counts
 
 
-def test_every_row_comes_back_in_any_order_asked():
+@pytest.fixture
+def code(tmp_path):
+    """DeltaPositions.code into a spool of tmp_path, open for the test."""
+    with RowSpool(tmp_path) as spool:
+        yield lambda positions, counts: DeltaPositions.code(positions, counts, spool)
+
+
+def test_every_row_comes_back_in_any_order_asked(code):
     positions, counts = _rows(np.random.default_rng(2), 300)
-    coded = DeltaPositions.code(positions.reshape(-1, 1), counts)
-    assert len(coded) == len(positions) and coded.data.nbytes < positions.nbytes
+    coded = code(positions.reshape(-1, 1), counts)
+    assert len(coded) == len(positions) and len(coded.data) < positions.nbytes
     np.testing.assert_array_equal(coded.decoded().ravel(), positions)
     for rows in (np.array([5, 3, 3, 299, 0]), np.arange(100, 200), np.array([], dtype=np.int64)):
         wanted = np.concatenate([positions[counts[r]:counts[r + 1]] for r in rows]) if len(rows) else []
         np.testing.assert_array_equal(coded.spans(rows), wanted)
 
 
-def test_rows_coded_in_several_blocks_number_their_bytes_across_them(monkeypatch):
+def test_rows_coded_in_several_blocks_number_their_bytes_across_them(monkeypatch, code):
     import genimpute.io.delta_positions as delta
 
     positions, counts = _rows(np.random.default_rng(3), 50)
     monkeypatch.setattr(delta, "ROWS_PER_BLOCK", 7)
     assert delta.ROWS_PER_BLOCK < ROWS_PER_BLOCK
-    np.testing.assert_array_equal(DeltaPositions.code(positions, counts).decoded().ravel(), positions)
+    np.testing.assert_array_equal(code(positions, counts).decoded().ravel(), positions)
 
 
-def test_byte_starts_that_do_not_end_at_the_data_are_refused():
+def test_byte_starts_that_do_not_end_at_the_data_are_refused(code):
     positions, counts = _rows(np.random.default_rng(4), 10)
-    coded = DeltaPositions.code(positions, counts)
+    coded = code(positions, counts)
     with pytest.raises(ValueError, match="byte starts"):
         DeltaPositions(coded.data[:-1], coded.byte_starts, counts)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from genimpute.io.file_rows import row_numbers
+from genimpute.io.file_rows import RowSpool, row_numbers
 
 BLOCK_ROWS = 128
 SEQUENCE_BYTES = BLOCK_ROWS // 8
@@ -81,16 +81,22 @@ class CodedRows:
         self._last: tuple = (None, None)  # (block, its rows) of the last block decoded
 
     @classmethod
-    def code(cls, rows) -> CodedRows:
-        """rows (M, W), an array or FileRows or any rows read by slices, coded in memory."""
-        blocks = [coded for start in range(0, len(rows), BLOCK_ROWS)
-                  for coded in code_block(np.ascontiguousarray(rows[start:start + BLOCK_ROWS]))]
-        width = 8 * rows.shape[1]
-        return cls(np.stack([b.index for b in blocks]) if blocks else np.empty((0, width), dtype=np.uint16),
-                   np.concatenate([b.sequences for b in blocks]) if blocks else
-                   np.empty((0, SEQUENCE_BYTES), dtype=np.uint8),
-                   np.cumsum([0] + [b.rows for b in blocks], dtype=np.int64),
-                   np.cumsum([0] + [len(b.sequences) for b in blocks], dtype=np.int64))
+    def code(cls, rows, index_spool: RowSpool, sequence_spool: RowSpool) -> CodedRows:
+        """rows (M, W), an array or FileRows or any rows read by slices,
+        coded a block at a time into the two spools (uint16 and uint8), so
+        that coding a panel takes the memory of a block; read back from them
+        while they are open."""
+        index_spool.append(np.empty((0, 8 * rows.shape[1]), dtype=np.uint16))  # the widths, with no block
+        sequence_spool.append(np.empty((0, SEQUENCE_BYTES), dtype=np.uint8))
+        block_rows, sequence_counts = [0], [0]
+        for start in range(0, len(rows), BLOCK_ROWS):
+            for coded in code_block(np.ascontiguousarray(rows[start:start + BLOCK_ROWS])):
+                index_spool.append(coded.index[None, :])
+                sequence_spool.append(coded.sequences)
+                block_rows.append(coded.rows)
+                sequence_counts.append(len(coded.sequences))
+        return cls(index_spool.rows(), sequence_spool.rows(), np.cumsum(block_rows, dtype=np.int64),
+                   np.cumsum(sequence_counts, dtype=np.int64))
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.errors import CheckpointError
-from genimpute.io.file_rows import FileRows
+from genimpute.io.file_rows import FileRows, RowSpool
 
 ROWS_PER_BLOCK = 1 << 16  # listed rows coded at a time
 
@@ -37,11 +37,13 @@ class DeltaPositions:
         return int(self.counts[-1])
 
     @classmethod
-    def code(cls, positions, counts: np.ndarray) -> DeltaPositions:
+    def code(cls, positions, counts: np.ndarray, spool: RowSpool) -> DeltaPositions:
         """The rows' positions (P,) or (P, 1) uint32, an array or FileRows,
-        row i's at counts[i] .. counts[i + 1] - 1, coded in memory a block
-        of rows at a time."""
-        data, byte_starts = [], [np.zeros(1, dtype=np.int64)]
+        row i's at counts[i] .. counts[i + 1] - 1, coded a block of rows at
+        a time into `spool` (uint8), so that coding a panel's takes the
+        memory of a block; read back from it while it is open."""
+        spool.append(np.empty((0, 1), dtype=np.uint8))  # the width, with no block
+        byte_starts = [np.zeros(1, dtype=np.int64)]
         for first in range(0, len(counts) - 1, ROWS_PER_BLOCK):
             last = min(len(counts) - 1, first + ROWS_PER_BLOCK)
             block = np.asarray(positions[int(counts[first]):int(counts[last])]).reshape(-1)
@@ -51,10 +53,9 @@ class DeltaPositions:
             np.cumsum(sizes, out=starts[1:])
             coded = np.empty(starts[-1], dtype=np.uint8)
             _code_rows(block, local, starts, coded)
-            data.append(coded)
+            spool.append(coded.reshape(-1, 1))
             byte_starts.append(byte_starts[-1][-1] + starts[1:])
-        return cls(np.concatenate(data).reshape(-1, 1) if data else np.empty((0, 1), dtype=np.uint8),
-                   np.concatenate(byte_starts), counts)
+        return cls(spool.rows(), np.concatenate(byte_starts), counts)
 
     def spans(self, rows: np.ndarray) -> np.ndarray:
         """(P,) uint32 the positions of rows (int64, each a listed or an
