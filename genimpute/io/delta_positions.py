@@ -15,7 +15,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.errors import CheckpointError
-from genimpute.io.file_rows import FileRows, RowSpool
+from genimpute.io.file_rows import RowSpool, read_spans
 
 ROWS_PER_BLOCK = 1 << 16  # listed rows coded at a time
 
@@ -60,21 +60,12 @@ class DeltaPositions:
     def spans(self, rows: np.ndarray) -> np.ndarray:
         """(P,) uint32 the positions of rows (int64, each a listed or an
         empty row), joined in their order; consecutive rows are read as one
-        run of bytes."""
+        run of bytes (read_spans)."""
         first, stop = self.byte_starts[rows], self.byte_starts[rows + 1]
         out = np.empty(int((self.counts[rows + 1] - self.counts[rows]).sum()), dtype=np.uint32)
         if not len(out):
             return out
-        nonempty = stop > first
-        first, stop = first[nonempty], stop[nonempty]
-        breaks = np.flatnonzero(first[1:] != stop[:-1]) + 1
-        run_first, run_stop = first[np.r_[0, breaks]], stop[np.r_[breaks - 1, len(stop) - 1]]
-        if isinstance(self.data, FileRows):
-            data = self.data.runs(run_first.tolist(), (run_stop - run_first).tolist()).reshape(-1)
-        else:
-            data = np.concatenate([self.data[a:b] for a, b in zip(run_first.tolist(), run_stop.tolist())]).reshape(-1)
-        ends = np.cumsum(stop - first)
-        if _decode_rows(data, ends, out) != len(out):
+        if _decode_rows(read_spans(self.data, first, stop), np.cumsum(stop - first), out) != len(out):
             raise CheckpointError(f"{self.path}: expected {len(out)} positions in the rows' "
                                   "bytes; found otherwise (corrupted)")
         return out

@@ -34,6 +34,21 @@ def row_numbers(rows, n: int) -> np.ndarray:
     return np.where(rows < 0, rows + n, rows)
 
 
+def read_spans(rows_of, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """rows_of[first[i]:stop[i]] for each i, joined and flattened (rows_of:
+    an array or FileRows of one column): spans that follow one another are
+    read as one run, and a FileRows's runs with one open of its file."""
+    nonempty = stop > first
+    first, stop = first[nonempty], stop[nonempty]
+    if not len(first):
+        return np.empty(0, dtype=rows_of.dtype)
+    breaks = np.flatnonzero(first[1:] != stop[:-1]) + 1
+    run_first, run_stop = first[np.r_[0, breaks]], stop[np.r_[breaks - 1, len(stop) - 1]]
+    if isinstance(rows_of, FileRows):
+        return rows_of.runs(run_first.tolist(), (run_stop - run_first).tolist()).reshape(-1)
+    return np.concatenate([rows_of[a:b] for a, b in zip(run_first.tolist(), run_stop.tolist())]).reshape(-1)
+
+
 def packed_blocks(packed, block_bytes: int = 64 << 20, rows: np.ndarray | None = None):
     """The rows of packed (M, W), an array, FileRows or SparseRows (every
     one, or those numbered in `rows`, in its order), a block of about

@@ -19,7 +19,7 @@ import numpy as np
 
 from genimpute.errors import CheckpointError
 from genimpute.io.delta_positions import DeltaPositions
-from genimpute.io.file_rows import FileRows, RowSpool, packed_blocks, row_numbers
+from genimpute.io.file_rows import RowSpool, packed_blocks, read_spans, row_numbers
 
 POSITION = np.dtype(np.uint32)  # a listed bit's position in its row: rows of up to 2^32 bits
 
@@ -137,7 +137,7 @@ class SparseRows:
         starts = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(stop - first, out=starts[1:])
         positions = self.positions.spans(rows) if isinstance(self.positions, DeltaPositions) else \
-            _read_spans(self.positions, first, stop)
+            read_spans(self.positions, first, stop)
         return RowParts(whole, whole_at, starts, positions, self.ones_listed[rows])
 
     def in_memory(self) -> "SparseRows":
@@ -153,20 +153,6 @@ class SparseRows:
         listed = np.diff(self.starts)[~kept_whole]
         counts[~kept_whole] = np.where(self.ones_listed[~kept_whole], listed, 8 * self.shape[1] - listed)
         return counts
-
-
-def _read_spans(positions, first: np.ndarray, stop: np.ndarray) -> np.ndarray:
-    """positions[first[i]:stop[i]] for each i, joined: spans that follow
-    one another are read as one run, and a FileRows's runs with one open of its file."""
-    nonempty = stop > first
-    first, stop = first[nonempty], stop[nonempty]
-    if not len(first):
-        return np.empty(0, dtype=POSITION)
-    breaks = np.flatnonzero(first[1:] != stop[:-1]) + 1
-    run_first, run_stop = first[np.r_[0, breaks]], stop[np.r_[breaks - 1, len(stop) - 1]]
-    if isinstance(positions, FileRows):
-        return positions.runs(run_first.tolist(), (run_stop - run_first).tolist()).reshape(-1)
-    return np.concatenate([positions[a:b] for a, b in zip(run_first.tolist(), run_stop.tolist())]).reshape(-1)
 
 
 @nb.njit(cache=True)
