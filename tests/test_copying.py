@@ -21,7 +21,7 @@ from genimpute.copying import ContigModel, pbwt
 from genimpute.copying import model as copying_model
 from genimpute.copying.pbwt import _zeros_before, pbwt_index, pbwt_indexes
 from genimpute.copying.states import _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed
-from genimpute.copying.untyped import minor_alleles
+from genimpute.copying.untyped import minor_alleles, minor_bits, minor_tables
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.sparse_rows import RowParts, SparseSpool, row_parts
@@ -255,7 +255,9 @@ def _textbook_probabilities(alleles, typed, query, cm, ne, error, site_switch):
     return np.array(out)
 
 
-def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
+@pytest.mark.parametrize("common_minor", [0.0, 0.2, 1.0])  # every record's minor alleles as bits, some, none
+def test_forward_backward_equals_a_textbook_one_over_every_haplotype(monkeypatch, common_minor):
+    monkeypatch.setattr("genimpute.copying.untyped.COMMON_MINOR", common_minor)
     rng = np.random.default_rng(1)
     m, h = 60, 12
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
@@ -272,8 +274,9 @@ def test_forward_backward_equals_a_textbook_one_over_every_haplotype():
         np.testing.assert_allclose(got[:, q], expected, atol=2e-5)
 
 
+@pytest.mark.parametrize("common_minor", [0.0, 1.0])  # every record's minor alleles as bits, or none
 @pytest.mark.parametrize("floor", [0.0, 1e-3])
-def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormalised(floor):
+def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormalised(monkeypatch, floor, common_minor):
     """Three composite states: two copying one haplotype each over every
     site, the third changing haplotype halfway, its posterior 1e-4 up to
     the end of the block of sites after that (the floor is tested on
@@ -282,6 +285,7 @@ def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormali
     record's P(minor) is then the kept states' sum over the kept states'
     posterior; its second segment counts."""
     from genimpute.copying.untyped import MAXIMA_BLOCK, _impute_untyped
+    monkeypatch.setattr("genimpute.copying.untyped.COMMON_MINOR", common_minor)
     rng = np.random.default_rng(4)
     m, h = 300, 20
     alleles = rng.integers(0, 2, (m, h)).astype(np.uint8)
@@ -589,6 +593,7 @@ def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(tmp_path
     alleles = (rng.random((50, n_haplotypes)) < freqs[:, None]).astype(np.uint8)
     records = np.arange(5, 50, dtype=np.int64)  # numbered by their place among these
     minor_is_alt = 2 * alleles[records].sum(axis=1) <= n_haplotypes
+    numbers = (3 * np.arange(len(records)) + 1).astype(np.int32)  # each listed by its own number
     packed = np.packbits(alleles[records], axis=1)
     with SparseSpool(tmp_path) as spool:
         spool.append(packed)
@@ -599,11 +604,10 @@ def test_minor_alleles_list_each_haplotypes_records_of_the_minor_allele(tmp_path
             return (row_parts(rows, np.arange(lo, min(lo + block_rows, len(packed))))
                     for lo in range(0, len(packed), block_rows))
 
-        hap_starts, hap_records, alt_major = minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips)
-    assert alt_major.tolist() == np.flatnonzero(~minor_is_alt).tolist()
+        hap_starts, hap_records = minor_alleles(blocks, n_haplotypes, minor_is_alt, numbers, n_strips)
     minor = np.where(minor_is_alt[:, None], alleles[records], 1 - alleles[records])
     for h in range(n_haplotypes):
-        assert hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() == np.flatnonzero(minor[:, h]).tolist()
+        assert hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() == numbers[np.flatnonzero(minor[:, h])].tolist()
 
 
 def test_minor_alleles_skip_whole_words_of_non_carriers_of_either_allele():
@@ -617,19 +621,62 @@ def test_minor_alleles_skip_whole_words_of_non_carriers_of_either_allele():
     alleles[2, [0, 63, 64, 128, 191, 192]] = 1  # words' first and last bits
     minor_is_alt = np.array([True, False, True, True])
     packed = np.packbits(alleles, axis=1)
-    hap_starts, hap_records, alt_major = minor_alleles(lambda: iter([row_parts(packed, np.arange(4))]), n,
-                                                       minor_is_alt, 2)
+    hap_starts, hap_records = minor_alleles(lambda: iter([row_parts(packed, np.arange(4))]), n, minor_is_alt,
+                                            np.arange(4, dtype=np.int32), 2)
     lists = {h: hap_records[hap_starts[h]:hap_starts[h + 1]].tolist() for h in range(n)}
     assert {h: r for h, r in lists.items() if r} == {0: [2], 63: [2], 64: [2], 70: [0], 128: [2], 191: [2], 192: [2],
                                                       199: [1]}
-    assert alt_major.tolist() == [1]
 
 
 def test_minor_alleles_refuse_a_record_listed_by_its_major_allele():
     parts = RowParts(np.zeros((0, 2), dtype=np.uint8), np.array([-1]), np.array([0, 2]),
                      np.array([3, 9], dtype=np.uint32), np.array([False]))  # its 0s listed, where ALT is the minor
     with pytest.raises(ValueError, match="lists its major allele's"):
-        minor_alleles(lambda: iter([parts]), 16, np.array([True]), 1)
+        minor_alleles(lambda: iter([parts]), 16, np.array([True]), np.zeros(1, dtype=np.int32), 1)
+
+
+@pytest.mark.parametrize("n_haplotypes, n_records, block_rows", [(53, 130, 64), (200, 64, 128), (1001, 200, 192)])
+def test_minor_bits_set_a_bit_where_each_haplotype_carries_each_records_minor_allele(n_haplotypes, n_records,
+                                                                                     block_rows):
+    """Ragged last bytes (53, 1001), whole words (200: 25 bytes, padded),
+    a ragged last word of records (130, 200) and blocks of several words."""
+    rng = np.random.default_rng(12)
+    alleles = (rng.random((n_records, n_haplotypes)) < rng.random((n_records, 1))).astype(np.uint8)
+    minor_is_alt = 2 * alleles.sum(axis=1) <= n_haplotypes
+    packed = np.packbits(alleles, axis=1)
+    bits = minor_bits((packed[lo:lo + block_rows] for lo in range(0, n_records, block_rows)), n_haplotypes,
+                      n_records, minor_is_alt)
+    minor = np.where(minor_is_alt[:, None], alleles, 1 - alleles)  # (records, haplotypes)
+    got = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, :n_records]  # bit c % 64 of word c // 64
+    assert bits.shape == (n_haplotypes, (n_records + 63) // 64)
+    np.testing.assert_array_equal(got, minor.T)
+    assert not np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, n_records:].any()
+
+
+def test_minor_tables_keep_each_record_once_by_its_minor_alleles_share(tmp_path):
+    """Common records (a minor allele on at least COMMON_MINOR of the
+    haplotypes) as bits, the others listed, together every carrier of
+    every minor allele."""
+    from genimpute.copying.untyped import COMMON_MINOR
+    rng = np.random.default_rng(3)
+    n = 1001
+    freqs = np.r_[rng.random(40), rng.random(40) ** 6, 1 - rng.random(20) ** 6]
+    alleles = (rng.random((100, n)) < freqs[:, None]).astype(np.uint8)
+    records = np.sort(rng.choice(100, 70, replace=False))
+    alt_freq = (alleles.sum(axis=1) / n).astype(np.float32)
+    with SparseSpool(tmp_path) as spool:
+        spool.append(np.packbits(alleles, axis=1))
+        hap_starts, hap_records, alt_major, common, hap_bits = minor_tables(spool.rows(), records, alt_freq[records],
+                                                                            n, 2000, 2)
+    share = np.minimum(alt_freq[records], 1 - alt_freq[records])
+    assert common.tolist() == np.flatnonzero(share >= COMMON_MINOR).tolist() and 0 < len(common) < len(records)
+    assert alt_major.tolist() == np.flatnonzero(alt_freq[records] > 0.5).tolist()
+    minor = np.where((alt_freq[records] <= 0.5)[:, None], alleles[records], 1 - alleles[records])
+    bits = np.unpackbits(hap_bits.view(np.uint8), axis=1, bitorder="little")
+    for h in range(n):
+        listed = hap_records[hap_starts[h]:hap_starts[h + 1]].tolist()
+        assert sorted(listed + common[bits[h, :len(common)] == 1].tolist()) == np.flatnonzero(minor[:, h]).tolist()
+        assert not set(listed) & set(common.tolist())
 
 
 def test_a_copying_run_with_a_reference_panel_does_not_import_torch(tmp_path):

@@ -14,8 +14,7 @@ from genimpute.config import CopyingSettings
 from genimpute.copying.hmm import FAST, _posteriors, switch_probabilities
 from genimpute.copying.pbwt import _sightings, pbwt_indexes, sighted_sites
 from genimpute.copying.states import _composite_states, _packed_by_haplotype, _state_alleles
-from genimpute.copying.untyped import _impute_untyped, minor_alleles
-from genimpute.io.sparse_rows import parts_in_blocks
+from genimpute.copying.untyped import _impute_untyped, minor_tables
 from genimpute.runtime import release_freed_memory
 
 
@@ -242,17 +241,17 @@ class ContigModel:
         """The untyped records start..stop - 1 as _impute_segment reads them:
         (records, weights, each one's gap in the numbering of typed sites
         from `first`, the first record in each of those gaps or after,
-        *minor_alleles)."""
+        hap_starts, hap_records, alt_major, the common records, the first
+        of them in each gap or after, hap_bits) (minor_tables)."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
         record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first
-        # the panel's alt frequency is its alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it,
-        # which float32 keeps apart below 16 million haplotypes; so the minor allele needs no count of its own
-        minor_is_alt = self.panel.alt_freq[records] <= 0.5
         gap_first = np.searchsorted(record_gap, np.arange(len(self.typed_rows) - first + 2))
-        return (records, self.weights[start:stop], record_gap, gap_first,
-                *minor_alleles(lambda: parts_in_blocks(self.panel.packed, records, PACKED_BLOCK),
-                               self.panel.n_haplotypes, minor_is_alt, nb.get_num_threads()))
+        hap_starts, hap_records, alt_major, common, hap_bits = minor_tables(
+            self.panel.packed, records, self.panel.alt_freq[records], self.panel.n_haplotypes, PACKED_BLOCK,
+            nb.get_num_threads())
+        return (records, self.weights[start:stop], record_gap, gap_first, hap_starts, hap_records, alt_major, common,
+                np.searchsorted(common, gap_first), hap_bits)
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -1,7 +1,8 @@
-"""Untyped records from the posteriors at the typed sites: each panel
-haplotype's list of the records whose minor allele it carries, and
-each record's P(alt), interpolated between the typed sites either side
-and summed over the states that carry its minor allele."""
+"""Untyped records from the posteriors at the typed sites: which records'
+minor allele each panel haplotype carries (a list of the rare ones, a
+bit for each common one), and each record's P(alt), interpolated between
+the typed sites either side and summed over the states that carry its
+minor allele."""
 
 from __future__ import annotations
 
@@ -9,18 +10,89 @@ import numba as nb
 import numpy as np
 
 from genimpute.copying.hmm import FAST
-from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS
+from genimpute.copying.pbwt import _ones
+from genimpute.io.coded_rows import byte_swapped, transpose64
+from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS, parts_in_blocks
 
 
 MAXIMA_BLOCK = 16  # typed sites per block of the table of posterior maxima that decides the skip
+# a record whose minor allele at least this share of the haplotypes carries is kept as a bit per haplotype, a
+# rarer one in its carriers' lists: an entry of a list takes 32 bits
+COMMON_MINOR = 1 / 32
+
+
+def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotypes: int, block_bytes: int,
+                 n_strips: int) -> tuple:
+    """(hap_starts, hap_records, alt_major, common, hap_bits): which
+    minor alleles each haplotype carries, of the panel's packed rows
+    `records` (rows_of: the panel's records, genimpute.io.sparse_rows, read
+    block_bytes of whole rows at a time; alt_freq: theirs), numbered 0 ..
+    in that order. The rare ones' carriers are listed by haplotype
+    (minor_alleles); the common ones (`common`, ascending) are bits, of
+    hap_bits (H, ceil(len(common) / 64)) uint64, common record c bit c % 64
+    of word c // 64 (minor_bits). alt_major: the records whose minor
+    allele is REF.
+
+    At 100,000 samples a haplotype carries the minor allele of about 260
+    of the 44,000 untyped records of 1 Mb, 220 of them of the 1,200 common
+    ones: their lists took five sixths of the entries and of the time to
+    build them, and took 32 bits an entry where the bits take 1 a record."""
+    # alt_freq is the alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it, which float32 keeps
+    # apart below 16 million haplotypes; so the minor allele needs no count of its own
+    minor_is_alt = alt_freq <= 0.5
+    common = np.flatnonzero(np.minimum(alt_freq, 1 - alt_freq) >= COMMON_MINOR)
+    rare = np.flatnonzero(np.minimum(alt_freq, 1 - alt_freq) < COMMON_MINOR)
+    hap_starts, hap_records = minor_alleles(lambda: parts_in_blocks(rows_of, records[rare], block_bytes),
+                                            n_haplotypes, minor_is_alt[rare], rare.astype(np.int32), n_strips)
+    step = 64 * max(1, block_bytes // max(1, 64 * rows_of.shape[1]))  # whole words of common records a block
+    hap_bits = minor_bits((rows_of[records[common[lo:lo + step]]] for lo in range(0, len(common), step)),
+                          n_haplotypes, len(common), minor_is_alt[common])
+    return hap_starts, hap_records, np.flatnonzero(~minor_is_alt), common, hap_bits
+
+
+def minor_bits(blocks, n_haplotypes: int, n_records: int, minor_is_alt: np.ndarray) -> np.ndarray:
+    """(H, ceil(n_records / 64)) uint64: bit c % 64 of word c // 64 of row
+    h set where haplotype h carries the minor allele of record c (blocks:
+    the records' packed rows (k, W) uint8 in order, k a multiple of 64 but
+    in the last)."""
+    out = np.zeros((n_haplotypes, (n_records + 63) // 64), dtype=np.uint64)
+    first = 0
+    for block in blocks:
+        _fill_minor_bits(_as_words(block)[1], minor_is_alt[first:first + len(block)], first // 64, out)
+        first += len(block)
+    return out
 
 
 @nb.njit(cache=True, parallel=True)
-def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, minor_is_alt, cursor, hap_records,
+def _fill_minor_bits(words, minor_is_alt, first_word, out):
+    """Set out[h, first_word + c // 64] bit c % 64 where haplotype h carries
+    the minor allele of row c of words (packed rows as uint64, zero-padded):
+    64 rows by 64 haplotypes at a time, transposed (transpose64). Setting
+    them bit by bit from each row's 1s would scatter a write for each."""
+    n_rows, n_haplotypes = len(words), out.shape[0]
+    for w in nb.prange(words.shape[1]):
+        tile = np.empty(64, dtype=np.uint64)
+        for g in range((n_rows + 63) // 64):
+            for i in range(64):  # row i at tile[63 - i], so transposed each haplotype's word has row i at bit i
+                c = 64 * g + i
+                word = np.uint64(0)
+                if c < n_rows:
+                    word = byte_swapped(words[c, w])  # haplotype 64 w at bit 63, as np.packbits orders them
+                    if not minor_is_alt[c]:
+                        word = ~word
+                tile[63 - i] = word
+            transpose64(tile)
+            for j in range(64):
+                if 64 * w + j < n_haplotypes:  # past the last: padding, flipped where REF is the minor allele
+                    out[64 * w + j, first_word + g] = tile[j]
+
+
+@nb.njit(cache=True, parallel=True)
+def _scan_minor(whole, words, whole_at, starts, positions, numbers, n_haplotypes, minor_is_alt, cursor, hap_records,
                 n_strips):
-    """Advance cursor[h] once for each record r (numbered from `first`)
-    whose minor allele haplotype h carries, records ascending, first writing
-    r to hap_records[cursor[h]] unless hap_records is empty (a count).
+    """Advance cursor[h] once for each record r whose minor allele
+    haplotype h carries, records ascending, first writing its number
+    numbers[r] to hap_records[cursor[h]] unless hap_records is empty (a count).
     A record is whole, row whole_at[r] of whole (its packed row, zero-padded
     to whole words; words: the same memory as uint64, each checked whole
     first, as most words of a rare record hold none of its carriers), or
@@ -39,7 +111,7 @@ def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, 
             if whole_at[r] < 0:
                 for h in positions[starts[r]:starts[r + 1]]:
                     if low <= h < high:  # at or past n_haplotypes: padding
-                        _note_carrier(cursor, hap_records, h, first + r)
+                        _note_carrier(cursor, hap_records, h, numbers[r])
                 continue
             row = whole_at[r]
             flip = 0 if minor_is_alt[r] else 255
@@ -52,7 +124,7 @@ def _scan_minor(whole, words, whole_at, starts, positions, first, n_haplotypes, 
                     for k in range(ONES_IN_BYTE[value]):
                         h = byte * 8 + SET_BITS[value, k]
                         if h < n_haplotypes:  # past the last haplotype: padding
-                            _note_carrier(cursor, hap_records, h, first + r)
+                            _note_carrier(cursor, hap_records, h, numbers[r])
 
 
 @nb.njit(cache=True)
@@ -62,16 +134,16 @@ def _note_carrier(cursor, hap_records, h, record):
     cursor[h] += 1
 
 
-def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
-    """(hap_starts (H + 1,), hap_records, alt_major) of records (blocks():
-    their RowParts (genimpute.io.sparse_rows), block after block;
-    minor_is_alt: which allele of each is the minor one): the records whose
-    minor allele haplotype h carries, hap_records[hap_starts[h]:hap_starts[h + 1]]
-    ascending, and the records whose minor allele is REF (numbered in that order).
+def minor_alleles(blocks, n_haplotypes, minor_is_alt, numbers, n_strips):
+    """(hap_starts (H + 1,), hap_records) of records (blocks(): their
+    RowParts (genimpute.io.sparse_rows), block after block; minor_is_alt:
+    which allele of each is the minor one; numbers: ascending, each one's
+    number in the lists): the numbers of the records whose minor allele
+    haplotype h carries, hap_records[hap_starts[h]:hap_starts[h + 1]], ascending.
 
-    A haplotype carries the minor allele of a few hundred records per Mb
-    whatever the panel's size (the sum of their frequencies), so summing a
-    query's states over their own lists reads a few hundred entries per
+    A haplotype carries the minor allele of a few dozen rare records per
+    Mb whatever the panel's size (the sum of their frequencies), so summing
+    a query's states over their own lists reads a few dozen entries per
     state and Mb, where reading every record grows with the panel's records
     (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
     The records are read twice, a block at a time (to count, then to
@@ -80,16 +152,16 @@ def minor_alleles(blocks, n_haplotypes, minor_is_alt, n_strips):
     n_strips threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
     for first, parts in _numbered(blocks()):
-        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,
-                    minor_is_alt[first:], counts, np.empty(0, dtype=np.int32), n_strips)
+        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), numbers[first:],
+                    n_haplotypes, minor_is_alt[first:], counts, np.empty(0, dtype=np.int32), n_strips)
     hap_starts = np.zeros(n_haplotypes + 1, dtype=np.int64)
     hap_starts[1:] = np.cumsum(counts)
     hap_records = np.empty(hap_starts[n_haplotypes], dtype=np.int32)
     cursor = hap_starts[:-1].copy()
     for first, parts in _numbered(blocks()):
-        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), first, n_haplotypes,
-                    minor_is_alt[first:], cursor, hap_records, n_strips)
-    return hap_starts, hap_records, np.flatnonzero(~minor_is_alt)
+        _scan_minor(*_scanned(parts, minor_is_alt[first:first + len(parts.whole_at)]), numbers[first:],
+                    n_haplotypes, minor_is_alt[first:], cursor, hap_records, n_strips)
+    return hap_starts, hap_records
 
 
 def _scanned(parts, minor_is_alt: np.ndarray) -> tuple:
@@ -142,6 +214,13 @@ def _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, e
 
 
 @nb.njit(cache=True, fastmath=FAST)
+def _add_both(out_column, r, record_gap, weights, posterior, lo, slot, last):
+    """Add to record r's P(minor) the state's posterior at both typed sites either side of it, weighted."""
+    left, right = _sides(record_gap[r], last)
+    out_column[r] += (1 - weights[r]) * posterior[left - lo, slot] + weights[r] * posterior[right - lo, slot]
+
+
+@nb.njit(cache=True, fastmath=FAST)
 def _block_maxima(posterior):
     """(ceil(sites / MAXIMA_BLOCK), K) each state's largest posterior in
     each block of MAXIMA_BLOCK typed sites."""
@@ -173,7 +252,7 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     posteriors (rows: typed sites lo .., as far as the records read) at the
     typed sites either side (_sides), interpolated by the record's weight (0
     at the left site, 1 at the right), summed over the states that carry
-    its minor allele (minor_alleles) at that site (a composite state may
+    its minor allele (minor_tables) at that site (a composite state may
     copy another haplotype at each), and taken from 1 where that allele is
     REF. A state's segment is skipped where its posterior stays below
     `floor` (CopyingSettings.posterior_floor) from the typed site before
@@ -182,7 +261,7 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     by the posterior of the states it kept (_kept_posterior): the
     skipped states are taken to carry the minor allele as often as the kept
     ones do."""
-    weights, record_gap, gap_first, hap_starts, hap_records, alt_major = untyped[1:]
+    weights, record_gap, gap_first, hap_starts, hap_records, alt_major, common, common_first, hap_bits = untyped[1:]
     maxima = _block_maxima(posterior)
     kept = np.empty(segments.shape[1], dtype=np.bool_)
     for e in range(segments.shape[1]):
@@ -199,14 +278,19 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
             i += 1
         # gaps start + 1 .. end - 1, both sites in the segment: the bulk, with no tests
         while i < high and hap_records[i] < gap_first[end]:
-            r = hap_records[i]
-            left, right = _sides(record_gap[r], last)
-            out_column[r] += (1 - weights[r]) * posterior[left - lo, slot] + weights[r] * posterior[right - lo, slot]
+            _add_both(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, last)
             i += 1
         # gap `end`, where the right site may be another state's
         while i < high and hap_records[i] < gap_first[end + 1]:
             _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
             i += 1
+        bits = hap_bits[h]  # the common records, likewise
+        _add_common(out_column, bits, common, common_first[start], common_first[start + 1], True, record_gap,
+                    weights, posterior, lo, slot, start, end, last)
+        _add_common(out_column, bits, common, common_first[start + 1], common_first[end], False, record_gap,
+                    weights, posterior, lo, slot, start, end, last)
+        _add_common(out_column, bits, common, common_first[end], common_first[end + 1], True, record_gap,
+                    weights, posterior, lo, slot, start, end, last)
     if not kept.all():
         kept_posterior = _kept_posterior(segments, kept, posterior, lo)
         for r in range(len(out_column)):
@@ -216,6 +300,29 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
                 out_column[r] /= kept_share
     for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
         out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, weights, posterior, lo, slot, start,
+                end, last):
+    """As _impute_untyped adds a state's posterior to its records, to those
+    of common records c_first .. c_stop - 1 (numbered among the common
+    ones; records common[c]) whose bit is set in bits (a haplotype's row of
+    hap_bits): each site either side in [start, end) where `sides`
+    (_add_sides), else both."""
+    for w in range(c_first >> 6, (c_stop + 63) >> 6):
+        word = bits[w]
+        if 64 * w < c_first:
+            word &= ~((np.uint64(1) << np.uint64(c_first - 64 * w)) - np.uint64(1))
+        if 64 * w + 64 > c_stop:
+            word &= (np.uint64(1) << np.uint64(c_stop - 64 * w)) - np.uint64(1)
+        while word:
+            r = common[64 * w + _ones((word & (~word + np.uint64(1))) - np.uint64(1))]  # the lowest set bit's
+            if sides:
+                _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, end, last)
+            else:
+                _add_both(out_column, r, record_gap, weights, posterior, lo, slot, last)
+            word &= word - np.uint64(1)
 
 
 @nb.njit(cache=True, fastmath=FAST)

@@ -125,7 +125,7 @@ class CodedRows:
 
 
 @nb.njit(cache=True, inline="always")
-def _transpose64(a):
+def transpose64(a):
     """The 64 x 64 bit matrix a (word i its row i, bit 63 - j its column j)
     transposed in place, in six rounds that swap ever smaller blocks'
     off-diagonal quarters (Warren, Hacker's Delight, 7-3)."""
@@ -142,7 +142,7 @@ def _transpose64(a):
 
 
 @nb.njit(cache=True, inline="always")
-def _byte_swapped(x):
+def byte_swapped(x):
     """x with its 8 bytes in reverse order: np.packbits' first byte its highest."""
     x = ((x & np.uint64(0x00FF00FF00FF00FF)) << np.uint64(8)) | ((x >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
     x = ((x & np.uint64(0x0000FFFF0000FFFF)) << np.uint64(16)) | ((x >> np.uint64(16)) & np.uint64(0x0000FFFF0000FFFF))
@@ -168,10 +168,10 @@ def _decode_block(index, sequences, n_rows):
         positions = min(64, len(index) - first)
         for half in range((n_rows + 63) // 64):
             for k in range(positions):
-                words[k] = _byte_swapped(columns[index[first + k], half])
+                words[k] = byte_swapped(columns[index[first + k], half])
             for k in range(positions, 64):
                 words[k] = np.uint64(0)
-            _transpose64(words)
+            transpose64(words)
             for r in range(64 * half, min(n_rows, 64 * half + 64)):
-                out_words[r, group] = _byte_swapped(words[r - 64 * half])
+                out_words[r, group] = byte_swapped(words[r - 64 * half])
     return out[:, :width]
