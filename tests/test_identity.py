@@ -11,8 +11,8 @@ import pytest
 import vcf_edit
 from paths import PANEL, TARGET_PHASED
 
-from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, _share_blocks, sample_audit_path,
-                                samples_in_panel, write_sample_audit)
+from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, _pack_blocks, _panel_codes, _share_blocks,
+                                sample_audit_path, samples_in_panel, write_sample_audit)
 from genimpute.io.vcf_reader import read_target
 from genimpute.io.vcf_reader import MISSING
 from genimpute.panel import Alignment, ReferencePanel, align_target
@@ -242,3 +242,15 @@ def test_a_common_code_is_counted_only_when_too_few_blocks_or_samples_are(fewest
     assert shared[7] == counted
     assert n_touched == (1 if counted == 3 else n_panel)
     assert sorted(touched[:n_touched]) == ([7] if counted == 3 else list(range(n_panel)))
+
+
+@pytest.mark.parametrize("n_samples, n_sites", [(5, 16), (8, 33), (101, 1100)])  # ragged bytes, blocks and chunks
+def test_panel_codes_from_packed_bytes_are_each_samples_alt_counts_two_bits_a_site(n_samples, n_sites):
+    class Packed:  # the two fields of a panel _panel_codes reads
+        n_haplotypes = 2 * n_samples
+        packed = np.packbits(np.random.default_rng(n_sites).integers(0, 2, (n_sites, 2 * n_samples), dtype=np.uint8),
+                             axis=1)
+    rows = np.random.default_rng(1).permutation(n_sites)  # typed sites in any order of the panel's rows
+    alleles = np.unpackbits(Packed.packed[rows], axis=1, count=2 * n_samples)
+    expected = _pack_blocks(alleles[:, 0::2] + alleles[:, 1::2])
+    np.testing.assert_array_equal(_panel_codes(Packed, rows), expected)
