@@ -51,9 +51,9 @@ def _random_model(seed: int, m: int, h: int, typed_share: float):
     return rng, alleles, typed, model, segment
 
 
-def _index(alleles: np.ndarray, reverse: bool = False) -> tuple:
+def _index(alleles: np.ndarray, reverse: bool = False, every: int = 1) -> tuple:
     """pbwt_index of alleles (t, H) 0/1, packed as the panel keeps its records."""
-    return pbwt_index(np.packbits(alleles, axis=1), alleles.shape[1], reverse)
+    return pbwt_index(np.packbits(alleles, axis=1), alleles.shape[1], reverse, every)
 
 
 def _by_haplotype(alleles: np.ndarray) -> np.ndarray:
@@ -67,26 +67,29 @@ def _zeros_before_every_place(index, j: int) -> list:
     return [_zeros_before(words, word_zeros, j, i) for i in range(order_low.shape[1] + 1)]
 
 
-def _order_row(index, j: int, places=None) -> list:
-    """order[j, i] of a pbwt_index as the walk reads it, at `places` (default: all)."""
+def _order_row(index, k: int, places=None) -> list:
+    """Row k of a pbwt_index's order as the walk reads it, at `places` (default: all)."""
     order_low, order_high = index[:2]
     bits = pbwt._order_high_bits(order_low.shape[1])
     places = range(order_low.shape[1]) if places is None else places
-    return [pbwt._order_at(order_low, order_high, bits, j, i) for i in places]
+    return [pbwt._order_at(order_low, order_high, bits, k, i) for i in places]
 
 
+@pytest.mark.parametrize("every", [1, 2, 3])  # the order kept at every site, or at every few from the first
 @pytest.mark.parametrize("n_haplotypes", [50, 64, 129])  # a ragged last word, none, and one bit in it
 @pytest.mark.parametrize("reverse", [False, True])
-def test_pbwt_orders_haplotypes_by_their_reversed_prefixes(n_haplotypes, reverse):
+def test_pbwt_orders_haplotypes_by_their_reversed_prefixes(n_haplotypes, reverse, every):
     alleles = np.random.default_rng(0).integers(0, 2, (30, n_haplotypes)).astype(np.uint8)
-    index = _index(alleles, reverse)
-    sites = alleles[::-1] if reverse else alleles
-    for j in range(31):
-        # sorted by allele j-1 first, then j-2, ..., ties by index
-        expected = np.lexsort([np.arange(n_haplotypes), *sites[:j]])
-        assert _order_row(index, j) == expected.tolist()
+    index = _index(alleles, reverse, every)
+    sites = alleles[::-1] if reverse else alleles  # the index's sites, in the order it reads them
+    assert len(index[0]) == len(index[1]) == pbwt.sighted_sites(30, every)
+    for k, site in enumerate(range(0, 30, every)):
+        # sorted by the allele at the site first, then the one before it (after it, reversed), ..., ties by index
+        j = 29 - site if reverse else site
+        expected = np.lexsort([np.arange(n_haplotypes), *sites[:j + 1]])
+        assert _order_row(index, k) == expected.tolist()
     for j in range(30):
-        in_order = sites[j, _order_row(index, j)]
+        in_order = sites[j, np.lexsort([np.arange(n_haplotypes), *sites[:j]])]  # in the order before site j
         assert _zeros_before_every_place(index, j) == [0, *np.cumsum(in_order == 0)]
         bits = (index[2][j, np.arange(n_haplotypes) // 64] >> (np.arange(n_haplotypes) % 64).astype(np.uint64)) & 1
         assert bits.tolist() == in_order.tolist()
@@ -100,13 +103,13 @@ def test_pbwt_order_keeps_16_bits_and_packs_only_the_bits_the_panel_needs_above_
     index = _index(alleles)
     order_low, order_high, _, word_zeros = index
     assert order_low.dtype == np.uint16 and word_zeros.dtype == np.int32
-    assert order_high.shape == (4, -(-n_haplotypes * high_bits // 8))
+    assert order_high.shape == (3, -(-n_haplotypes * high_bits // 8))
     # both ends, where the largest haplotypes gather at the last site, and places between
     places = [*range(300), *np.random.default_rng(5).integers(0, n_haplotypes, 2000), *range(n_haplotypes - 300,
                                                                                                 n_haplotypes)]
-    for j in range(4):
-        expected = np.lexsort([np.arange(n_haplotypes), *alleles[:j]])
-        assert _order_row(index, j, places) == expected[places].tolist()
+    for k in range(3):
+        expected = np.lexsort([np.arange(n_haplotypes), *alleles[:k + 1]])
+        assert _order_row(index, k, places) == expected[places].tolist()
     in_order = alleles[2, np.lexsort([np.arange(n_haplotypes), *alleles[:2]])]
     expected = np.concatenate([[0], np.cumsum(in_order == 0)])
     assert np.array_equal(_zeros_before_every_place(index, 2), expected)
@@ -117,16 +120,16 @@ def test_pbwt_index_refuses_more_haplotypes_than_its_orders_number():
         pbwt._high_bits(pbwt.MAX_HAPLOTYPES + 1)
 
 
-@pytest.mark.parametrize("n_threads", [1, 2])
-def test_both_pbwt_directions_built_side_by_side_equal_each_built_alone(n_threads):
+@pytest.mark.parametrize("n_threads, every", [(1, 1), (2, 1), (2, 2)])
+def test_both_pbwt_directions_built_side_by_side_equal_each_built_alone(n_threads, every):
     alleles = np.random.default_rng(3).integers(0, 2, (25, 130)).astype(np.uint8)
     default = numba.get_num_threads()
     numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        both = pbwt_indexes(np.packbits(alleles, axis=1), alleles.shape[1])
+        both = pbwt_indexes(np.packbits(alleles, axis=1), alleles.shape[1], every)
     finally:
         numba.set_num_threads(default)
-    for built, alone in zip(both, (_index(alleles), _index(alleles, reverse=True))):
+    for built, alone in zip(both, (_index(alleles, every=every), _index(alleles, reverse=True, every=every))):
         for array, expected in zip(built, alone):
             assert array.dtype == expected.dtype and np.array_equal(array, expected)
 
@@ -184,7 +187,7 @@ def test_pbwt_walk_finds_the_neighbours_of_the_query_and_follows_the_one_above_a
     k = 3
     sightings = pbwt._sightings(_index(alleles), _index(alleles, reverse=True), query[:, None],
                                 np.arange(1), k, 1, np.full(1, -1))[0]
-    # by the reversed prefix, as tested above
+    # by the reversed prefix, as tested above; orders[j] the order before site j
     orders = [np.lexsort([np.arange(n_haplotypes), *alleles[:j]]) for j in range(n_sites + 1)]
     place = 0
     for j in range(n_sites):
@@ -218,9 +221,10 @@ def test_sightings_every_few_sites_are_those_of_every_site_there(every):
     queries = (alleles[:, rng.integers(0, 70, 5)] ^ (rng.random((41, 5)) < 0.1)).astype(np.int8)
     queries[rng.random((41, 5)) < 0.1] = -1
     excluded = np.array([-1, 3, -1, 0, 34])
-    indexes = _index(alleles), _index(alleles, reverse=True)
-    everywhere = pbwt._sightings(*indexes, queries, np.arange(5), 4, 1, excluded)
-    sparse = pbwt._sightings(*indexes, queries, np.arange(5), 4, every, excluded)
+    everywhere = pbwt._sightings(_index(alleles), _index(alleles, reverse=True), queries, np.arange(5), 4, 1,
+                                 excluded)
+    sparse = pbwt._sightings(_index(alleles, every=every), _index(alleles, reverse=True, every=every), queries,
+                             np.arange(5), 4, every, excluded)
     assert sparse.shape == (5, pbwt.sighted_sites(41, every), 16)
     assert np.array_equal(sparse, everywhere[:, ::every])
 
@@ -441,7 +445,7 @@ def test_each_segment_is_indexed_on_its_own_typed_sites_and_imputes_its_records(
         got = model.probabilities(segment, query, np.array([-1]))[0][:, 0]
         np.testing.assert_allclose(got, alleles[segment.predicted, 13], atol=0.01)
         order_low = model._index_of[1][0][0]
-        assert order_low.shape == (segment.last - segment.first + 1, 40)
+        assert order_low.shape == (pbwt.sighted_sites(segment.last - segment.first, model.settings.sight_every), 40)
 
 
 def test_outputs_do_not_depend_on_the_thread_count():

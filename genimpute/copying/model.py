@@ -213,10 +213,10 @@ class ContigModel:
         start..stop - 1. The index is built
         when first asked for and kept until another is: imputation goes
         segment by segment, every batch of samples in each, and the whole
-        contig's index and alleles take 4.5 bytes per typed site and
-        haplotype up to 32,768 samples, 4.75 up to 65,536 and 5.0 up to
-        131,072 samples (5.8 GB for 40,000 sites of 16,000 samples), a
-        segment's a few percent of that.
+        contig's index and alleles would take (with sight_every 2) 2.5 bytes
+        per typed site and haplotype up to 32,768 samples, 2.625 up to
+        65,536 and 2.75 up to 131,072 samples (3.2 GB for 40,000 sites of
+        16,000 samples), a segment's a few percent of that.
         The untyped tables are kept likewise: at 16,000 samples one
         segment's take 0.5-0.9 s to build, which every batch would repeat,
         and about 0.1 GB (a few hundred records per Mb for each haplotype)."""
@@ -235,7 +235,7 @@ class ContigModel:
         to left, and their alleles haplotype by haplotype in bits (_packed_by_haplotype)."""
         packed = np.ascontiguousarray(self.panel.packed[self.typed_rows[first:last]])
         n = self.panel.n_haplotypes
-        return *pbwt_indexes(packed, n), _packed_by_haplotype(packed, n)
+        return *pbwt_indexes(packed, n, self.settings.sight_every), _packed_by_haplotype(packed, n)
 
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:

@@ -13,38 +13,44 @@ import numpy as np
 MAX_HAPLOTYPES = 1 << 24  # the most a PBWT order's 16 + 8 bits number (pbwt_index)
 
 
-def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False) -> tuple[np.ndarray, ...]:
+def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False, every: int = 1) -> tuple[np.ndarray, ...]:
     """(order_low, order_high, allele_words, word_zeros) of a PBWT over
     the sites of packed (t, ceil(H / 8)) uint8: the alleles of H =
     n_haplotypes haplotypes at each site in np.packbits' order, as the
     panel keeps its records. Right to left if `reverse` (the index's site
-    j is then packed's t - 1 - j). The order (t+1, H): order[j] the
-    haplotypes sorted by their reversed alleles before site j, read with
-    _order_at: the low 16 bits of order[j, i] in order_low
-    (t+1, H) uint16, the rest packed in order_high (t+1, ceil(H b / 8))
-    uint8, b = _high_bits(H) bits for each (b = 0 up to 65,536
-    haplotypes). allele_words (t, H // 64 + 1) uint64: bit k of word w of
-    row j the allele at site j of order[j, 64 w + k]; word_zeros (t, H //
-    64 + 1) int32: the 0 alleles at site j among order[j, :64 w]. _zeros_before
-    counts from the two what a (t, H + 1) table of counts would hold. Each
-    direction takes 2.2 bytes per site and haplotype up to 65,536
-    haplotypes (32,768 samples), 2.3 up to 131,072 and 2.4 up to 262,144
-    (TOPMed's 97,000 samples), where a 32-bit order would take 4.2: the
-    index is most of the engine's memory at large panels."""
-    index = _empty_index(len(packed), n_haplotypes)
-    _fill_pbwt(packed, reverse, *index)
+    j is then packed's t - 1 - j). The order is kept only where the walks
+    read it, at every `every`-th site of packed from its first (_walk's
+    sightings): row k (sighted_sites(t, every), H) the haplotypes sorted by
+    their alleles up to site k `every` of packed, each read backwards from
+    there (from its right if `reverse`: by the alleles from that site on),
+    read with _order_at: the low 16 bits of each in order_low (uint16), the
+    rest packed in order_high (ceil(H b / 8) uint8 a row), b = _high_bits(H) bits for
+    each (b = 0 up to 65,536 haplotypes). allele_words (t, H // 64 + 1)
+    uint64: bit k of word w of row j the allele at the index's site j of
+    the haplotype at place 64 w + k of the order before it; word_zeros (t,
+    H // 64 + 1) int32: the 0 alleles at site j among the first 64 w
+    places. _zeros_before counts from the two what a (t, H + 1) table of
+    counts would hold. Each direction takes 2 / every bytes per site and
+    haplotype for the order up to 65,536 haplotypes (32,768 samples), 2.25
+    / every up to 131,072 and 2.5 / every up to 262,144 (TOPMed's 97,000
+    samples), and 0.19 for the rest: the index is most of the engine's
+    memory at large panels, and keeping the order at every site took 1.8
+    times as much at every = 2 (BENCHMARKS.md)."""
+    index = _empty_index(len(packed), n_haplotypes, every)
+    _fill_pbwt(packed, reverse, every, *index)
     return index
 
 
-def pbwt_indexes(packed: np.ndarray, n_haplotypes: int) -> tuple[tuple, tuple]:
-    """(pbwt_index(packed, H), pbwt_index(packed, H, reverse=True)), built
-    side by side on two threads where there are two: each is one walk over
-    every site and haplotype, which does not split across threads as it
-    stands (at 16,000 samples over 10 Mb, the two took 3.3 s one after the
-    other). Built from the packed records, not their alleles as bytes,
-    which would take 1.2 GB more for a 6,000-site segment at 100,000 samples."""
-    forward, backward = _empty_index(len(packed), n_haplotypes), _empty_index(len(packed), n_haplotypes)
-    _fill_both(packed, *forward, *backward)
+def pbwt_indexes(packed: np.ndarray, n_haplotypes: int, every: int = 1) -> tuple[tuple, tuple]:
+    """(pbwt_index(packed, H, every=every), pbwt_index(packed, H, True,
+    every)), built side by side on two threads where there are two: each
+    is one walk over every site and haplotype, which does not split across
+    threads as it stands (at 16,000 samples over 10 Mb, the two took 3.3 s
+    one after the other). Built from the packed records, not their alleles
+    as bytes, which would take 1.2 GB more for a 6,000-site segment at
+    100,000 samples."""
+    forward, backward = (_empty_index(len(packed), n_haplotypes, every) for _ in range(2))
+    _fill_both(packed, every, *forward, *backward)
     return forward, backward
 
 
@@ -65,18 +71,18 @@ def _order_high_bits(n):
     return bits
 
 
-def _empty_index(t: int, n: int) -> tuple[np.ndarray, ...]:
+def _empty_index(t: int, n: int, every: int) -> tuple[np.ndarray, ...]:
     # word_zeros int32 at every size (a 32nd of a byte per site and haplotype more than uint16 below 65,535
     # haplotypes): one type for every panel, so numba compiles the walks once, not again for the first large panel
-    words = n // 64 + 1
-    return (np.empty((t + 1, n), dtype=np.uint16), np.zeros((t + 1, (n * _high_bits(n) + 7) // 8), dtype=np.uint8),
+    words, rows = n // 64 + 1, sighted_sites(t, every)
+    return (np.empty((rows, n), dtype=np.uint16), np.zeros((rows, (n * _high_bits(n) + 7) // 8), dtype=np.uint8),
             np.zeros((t, words), dtype=np.uint64), np.zeros((t, words), dtype=np.int32))
 
 
 @nb.njit(cache=True)
 def _order_at(order_low, order_high, bits, j, i):
-    """order[j, i] of a pbwt_index (bits: _order_high_bits(H)): its low 16 bits,
-    and the high ones from bits b i .. b i + b - 1 of row j of order_high."""
+    """Place i of row j of a pbwt_index's order (bits: _order_high_bits(H)): its
+    low 16 bits, and the high ones from bits b i .. b i + b - 1 of row j of order_high."""
     h = np.int64(order_low[j, i])
     if bits == 0:
         return h
@@ -86,7 +92,7 @@ def _order_at(order_low, order_high, bits, j, i):
 
 @nb.njit(cache=True)
 def _set_order_row(order_low, order_high, j, row):
-    """Write row (H,) as order[j] of a pbwt_index (order_high's row j zeros)."""
+    """Write row (H,) as row j of a pbwt_index's order (order_high's row j zeros)."""
     bits = _order_high_bits(len(row))
     for i in range(len(row)):
         order_low[j, i] = row[i] & 0xFFFF
@@ -102,26 +108,26 @@ def _allele(packed_row, h):
 
 
 @nb.njit(cache=True, parallel=True)
-def _fill_both(packed, order_low, order_high, allele_words, word_zeros,
+def _fill_both(packed, every, order_low, order_high, allele_words, word_zeros,
                reverse_low, reverse_high, reverse_words, reverse_zeros):
     for direction in nb.prange(2):
         if direction == 0:
-            _fill_pbwt(packed, False, order_low, order_high, allele_words, word_zeros)
+            _fill_pbwt(packed, False, every, order_low, order_high, allele_words, word_zeros)
         else:
-            _fill_pbwt(packed, True, reverse_low, reverse_high, reverse_words, reverse_zeros)
+            _fill_pbwt(packed, True, every, reverse_low, reverse_high, reverse_words, reverse_zeros)
 
 
 @nb.njit(cache=True)
-def _fill_pbwt(packed, reverse, order_low, order_high, allele_words, word_zeros):
+def _fill_pbwt(packed, reverse, every, order_low, order_high, allele_words, word_zeros):
     """pbwt_index's arrays (order_high, allele_words all 0), filled in. The
     partition reads and writes two rows of whole numbers, each then stored
-    split, and takes each allele from the row of allele_words just written
-    (in place order), not from the packed record again."""
+    split where a site is sighted, and takes each allele from the row of
+    allele_words just written (in place order), not from the packed record again."""
     t, n = len(packed), order_low.shape[1]
     current, following = np.arange(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-    _set_order_row(order_low, order_high, 0, current)
     for j in range(t):
-        row = packed[t - 1 - j if reverse else j]
+        site = t - 1 - j if reverse else j
+        row = packed[site]
         zeros = 0
         for i in range(n):
             if i & 63 == 0:
@@ -142,7 +148,8 @@ def _fill_pbwt(packed, reverse, order_low, order_high, allele_words, word_zeros)
                 following[high] = h
                 high += 1
         current, following = following, current
-        _set_order_row(order_low, order_high, j + 1, current)
+        if site % every == 0:
+            _set_order_row(order_low, order_high, site // every, current)
 
 
 @nb.njit(cache=True)
@@ -156,7 +163,8 @@ def _ones(word):
 
 @nb.njit(cache=True)
 def _zeros_before(allele_words, word_zeros, j, i):
-    """The 0 alleles at site j among order[j, :i] of a pbwt_index (0 <= i <= H)."""
+    """The 0 alleles at the index's site j among the first i places (0 <= i
+    <= H) of the order before it, of a pbwt_index."""
     w, k = i >> 6, i & 63
     below = allele_words[j, w] & ((np.uint64(1) << np.uint64(k)) - np.uint64(1))
     return np.int64(word_zeros[j, w]) + k - _ones(below)
@@ -176,7 +184,8 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, every, excl
     took 0.29 ms per haplotype against 0.22-0.24 at 16,000 samples (1 Mb),
     and 2.11 against 1.69 on a 4,000-site segment (BENCHMARKS.md, stop
     53). index: pbwt_index's arrays, of the sites right to left if
-    `reverse` (its site j is the queries' t - 1 - j)."""
+    `reverse` (its site j is the queries' t - 1 - j), its order kept at
+    every `every`-th site."""
     order_low, order_high, allele_words, word_zeros = index
     n, t, n_queries = order_low.shape[1], queries.shape[0], len(columns)
     bits = _order_high_bits(n)
@@ -204,7 +213,7 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, every, excl
             out = sightings[g, site // every, offset:offset + 2 * neighbours]
             written = 0
             for i in range(max(0, place[g] - neighbours), min(n, place[g] + neighbours)):
-                h = _order_at(order_low, order_high, bits, j + 1, i)
+                h = _order_at(order_low, order_high, bits, site // every, i)
                 if h // 2 != excluded[g]:
                     out[written] = h
                     written += 1
