@@ -103,8 +103,7 @@ def samples_in_panel(panel: ReferencePanel, aln: Alignment, target_samples: list
     target that grew with the panel)."""
     by_name = {name: i for i, name in enumerate(panel.samples)}
     codes_by_block = _panel_codes(panel, aln.panel_rows)  # (blocks, N)
-    order = np.argsort(codes_by_block, axis=1, kind="stable").astype(np.int32)  # each block's samples by code
-    sorted_codes = np.take_along_axis(codes_by_block, order, axis=1)
+    order, sorted_codes = _sorted_by_code(codes_by_block)  # each block's samples by code
     codes = np.ascontiguousarray(codes_by_block.T)  # (N, blocks)
     target_codes, target_called = _target_codes(aln.haplotypes)
     all_called = _pack_blocks(np.ones((len(aln.panel_rows), 1), dtype=np.uint8))[:, 0]
@@ -169,6 +168,51 @@ def _code_packed(packed, out):
                 value = packed[j, i]
                 for m in range(min(4, n_samples - 4 * i)):
                     out[b, 4 * i + m] |= _COUNTS_IN_BYTE[value, m] << shift
+
+
+def _sorted_by_code(codes_by_block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, sorted codes) (blocks, N): each block's samples stably sorted
+    by their code (int32), and their codes in that order (_radix_sort)."""
+    order = np.empty(codes_by_block.shape, dtype=np.int32)
+    sorted_codes = np.empty_like(codes_by_block)
+    _radix_sort(codes_by_block, order, sorted_codes)
+    return order, sorted_codes
+
+
+@nb.njit(cache=True, parallel=True)
+def _radix_sort(codes_by_block, order, sorted_codes):
+    """Each block's row of codes sorted stably by two passes of a radix
+    sort, on their low 16 bits then their high ones: order[b] the samples,
+    sorted_codes[b] their codes. numpy's stable argsort of uint32 (a merge
+    sort) took 1.9 s for 414 blocks of 100,000 samples (10 Mb), and its
+    int64 result as many bytes again as the codes. A thread takes a block."""
+    n = codes_by_block.shape[1]
+    for b in nb.prange(codes_by_block.shape[0]):
+        codes, by_low = codes_by_block[b], np.empty(n, dtype=np.int32)
+        starts = _bucket_starts(codes, 0)
+        for i in range(n):
+            k = codes[i] & 0xFFFF
+            by_low[starts[k]] = i
+            starts[k] += 1
+        starts = _bucket_starts(codes, 16)
+        for i in range(n):
+            sample = by_low[i]
+            k = codes[sample] >> 16
+            order[b, starts[k]] = sample
+            sorted_codes[b, starts[k]] = codes[sample]
+            starts[k] += 1
+
+
+@nb.njit(cache=True)
+def _bucket_starts(codes, shift):
+    """(65,536,) where each value of the 16 bits of codes from `shift` up starts, its codes sorted by them."""
+    starts = np.zeros(1 << 16, dtype=np.int64)
+    for code in codes:
+        starts[(code >> shift) & 0xFFFF] += 1
+    total = 0
+    for k in range(1 << 16):
+        starts[k], total = total, total + starts[k]
+    return starts
 
 
 def _target_codes(haplotypes: np.ndarray) -> tuple:

@@ -12,7 +12,7 @@ import vcf_edit
 from paths import PANEL, TARGET_PHASED
 
 from genimpute.identity import (IDENTITY_CONCORDANCE, MIN_IDENTITY_SPAN_BP, _pack_blocks, _panel_codes, _share_blocks,
-                                sample_audit_path, samples_in_panel, write_sample_audit)
+                                _sorted_by_code, sample_audit_path, samples_in_panel, write_sample_audit)
 from genimpute.io.vcf_reader import read_target
 from genimpute.io.vcf_reader import MISSING
 from genimpute.panel import Alignment, ReferencePanel, align_target
@@ -254,3 +254,15 @@ def test_panel_codes_from_packed_bytes_are_each_samples_alt_counts_two_bits_a_si
     alleles = np.unpackbits(Packed.packed[rows], axis=1, count=2 * n_samples)
     expected = _pack_blocks(alleles[:, 0::2] + alleles[:, 1::2])
     np.testing.assert_array_equal(_panel_codes(Packed, rows), expected)
+
+
+def test_each_blocks_samples_are_sorted_stably_by_code():
+    """Ties (most samples share a few codes), codes equal in their low or
+    high 16 bits only, and both extremes."""
+    rng = np.random.default_rng(4)
+    codes = rng.choice(np.array([0, 1, 5, 0x10000, 0x10001, 0x50000, 0xFFFF, 0xFFFFFFFF], dtype=np.uint32), (6, 500))
+    codes[:, ::7] = rng.integers(0, 2**32, (6, len(range(0, 500, 7))), dtype=np.uint32)
+    order, sorted_codes = _sorted_by_code(codes)
+    expected = np.argsort(codes, axis=1, kind="stable")
+    assert order.dtype == np.int32 and np.array_equal(order, expected)
+    assert np.array_equal(sorted_codes, np.take_along_axis(codes, expected, axis=1))
