@@ -185,7 +185,7 @@ def _radix_sort(codes_by_block, order, sorted_codes):
     sort, on their low 16 bits then their high ones: order[b] the samples,
     sorted_codes[b] their codes. numpy's stable argsort of uint32 (a merge
     sort) took 1.9 s for 414 blocks of 100,000 samples (10 Mb), and its
-    int64 result as many bytes again as the codes. A thread takes a block."""
+    int64 result twice the codes' bytes. A thread takes a block."""
     n = codes_by_block.shape[1]
     for b in nb.prange(codes_by_block.shape[0]):
         codes, by_low = codes_by_block[b], np.empty(n, dtype=np.int32)

@@ -19,13 +19,14 @@ def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False, eve
     n_haplotypes haplotypes at each site in np.packbits' order, as the
     panel keeps its records. Right to left if `reverse` (the index's site
     j is then packed's t - 1 - j). The order is kept only where the walks
-    read it, at every `every`-th site of packed from its first (_walk's
-    sightings): row k (sighted_sites(t, every), H) the haplotypes sorted by
-    their alleles up to site k `every` of packed, each read backwards from
-    there (from its right if `reverse`: by the alleles from that site on),
-    read with _order_at: the low 16 bits of each in order_low (uint16), the
-    rest packed in order_high (ceil(H b / 8) uint8 a row), b = _high_bits(H) bits for
-    each (b = 0 up to 65,536 haplotypes). allele_words (t, H // 64 + 1)
+    read it (_walk's sightings), at sites s = 0, every, 2 every, ... of
+    packed: its row k (sighted_sites(t, every) rows of H) the haplotypes
+    sorted by their alleles at site k every, then at the site before it,
+    and so on back to the first (after it, and on to the last, if
+    `reverse`), ties by number; read with _order_at: the low 16 bits of
+    each in order_low (uint16), the rest packed in order_high (ceil(H b /
+    8) uint8 a row), b = _high_bits(H) bits for each (b = 0 up to 65,536
+    haplotypes). allele_words (t, H // 64 + 1)
     uint64: bit k of word w of row j the allele at the index's site j of
     the haplotype at place 64 w + k of the order before it; word_zeros (t,
     H // 64 + 1) int32: the 0 alleles at site j among the first 64 w

@@ -34,9 +34,10 @@ def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotype
     allele is REF.
 
     At 100,000 samples a haplotype carries the minor allele of about 260
-    of the 44,000 untyped records of 1 Mb, 220 of them of the 1,200 common
-    ones: their lists took five sixths of the entries and of the time to
-    build them, and took 32 bits an entry where the bits take 1 a record."""
+    of the 44,000 untyped records of 1 Mb, 210 of them of the 1,200 common
+    ones: listed, those took five sixths of the entries, at 32 bits each;
+    as bits (1 a record), the tables take a third of the memory, and of
+    the time to build them (BENCHMARKS.md, stop 62)."""
     # alt_freq is the alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it, which float32 keeps
     # apart below 16 million haplotypes; so the minor allele needs no count of its own
     minor_is_alt = alt_freq <= 0.5
@@ -44,7 +45,7 @@ def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotype
     rare = np.flatnonzero(np.minimum(alt_freq, 1 - alt_freq) < COMMON_MINOR)
     hap_starts, hap_records = minor_alleles(lambda: parts_in_blocks(rows_of, records[rare], block_bytes),
                                             n_haplotypes, minor_is_alt[rare], rare.astype(np.int32), n_strips)
-    step = 64 * max(1, block_bytes // max(1, 64 * rows_of.shape[1]))  # whole words of common records a block
+    step = 64 * max(1, block_bytes // max(1, 64 * rows_of.shape[1]))  # common records a block: whole words of 64
     hap_bits = minor_bits((rows_of[records[common[lo:lo + step]]] for lo in range(0, len(common), step)),
                           n_haplotypes, len(common), minor_is_alt[common])
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt), common, hap_bits
