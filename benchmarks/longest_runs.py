@@ -2,7 +2,9 @@
 at every typed site, the panel haplotypes whose run of alleles matching the
 target through that site is among the `top` longest, each then a state over
 the whole segment, alone ("runsK") or added to the engine's composite states
-("composite+runsK"); next to the engine's default and Beagle 5.4.
+("composite+runsK"); next to the engine (sighting neighbours at every
+typed site, as these do: within 0.2% of its default's error in every bin,
+BENCHMARKS.md stop 60) and Beagle 5.4.
 
 Why: where the engine lost a rare allele to Beagle on a held-out sample of a
 16,000-sample panel, the 26 haplotypes sharing the target's longest run
@@ -316,7 +318,7 @@ def main() -> None:
             raise SystemExit(f"--means {pair}: expected two of {sorted(known)} joined by /")
     heldout = args.heldout
     panel, typed, held, truth_panel = heldout_truth(heldout, args.full_panel, args.array, args.map, args.n_samples)
-    model = ContigModel(panel, 0, typed, CopyingSettings())
+    model = ContigModel(panel, 0, typed, CopyingSettings(sight_every=1))  # its index read at every site
     segments = model.segments()
     if len(segments) != 1 or (segments[0].first, segments[0].last) != (0, len(model.typed_rows)):
         raise SystemExit(f"expected a contig of one segment; found {len(segments)}")
