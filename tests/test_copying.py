@@ -229,6 +229,13 @@ def test_sightings_every_few_sites_are_those_of_every_site_there(every):
     assert np.array_equal(sparse, everywhere[:, ::every])
 
 
+def test_walks_refuse_an_index_whose_order_is_kept_at_other_sites():
+    alleles = np.random.default_rng(5).integers(0, 2, (41, 70)).astype(np.uint8)
+    queries = alleles[:, :2].astype(np.int8)
+    with pytest.raises(ValueError, match="order is kept at every"):
+        pbwt._sightings(_index(alleles), _index(alleles, reverse=True), queries, np.arange(2), 4, 2, np.full(2, -1))
+
+
 def _textbook_probabilities(alleles, typed, query, cm, ne, error, site_switch):
     """P(alt) at the untyped records by a float64 forward-backward over every
     haplotype with full transition matrices, interpolated in cM."""

@@ -244,6 +244,9 @@ def _sightings(forward_index, backward_index, queries, columns, neighbours, ever
     sites left to right), then those starting there (right to left); -1
     pads."""
     t = queries.shape[0]
+    if len(forward_index[0]) != sighted_sites(t, every) or len(backward_index[0]) != sighted_sites(t, every):
+        raise ValueError("expected PBWT indexes whose order is kept at every `every`-th typed site, where the walks "
+                         "read it; found it kept at other sites")
     sightings = np.empty((len(columns), sighted_sites(t, every), 4 * neighbours), dtype=np.int32)
     _walk(forward_index, queries, columns, 0, t, False, neighbours, every, excluded, sightings, 0)
     _walk(backward_index, queries, columns, 0, t, True, neighbours, every, excluded, sightings, 2 * neighbours)
