@@ -20,8 +20,8 @@ from genimpute.config import CopyingSettings
 from genimpute.copying import ContigModel, pbwt
 from genimpute.copying import model as copying_model
 from genimpute.copying.pbwt import _zeros_before, pbwt_index, pbwt_indexes
-from genimpute.copying.states import _packed_by_haplotype, _state_alleles, _transpose_bits, _transposed
-from genimpute.copying.untyped import minor_alleles, minor_bits, minor_tables
+from genimpute.copying.states import _packed_by_haplotype, _state_alleles, _transpose_bits, bits_by_haplotype
+from genimpute.copying.untyped import minor_alleles, minor_tables
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.io.sparse_rows import RowParts, SparseSpool, row_parts
@@ -132,13 +132,6 @@ def test_both_pbwt_directions_built_side_by_side_equal_each_built_alone(n_thread
     for built, alone in zip(both, (_index(alleles, every=every), _index(alleles, reverse=True, every=every))):
         for array, expected in zip(built, alone):
             assert array.dtype == expected.dtype and np.array_equal(array, expected)
-
-
-@pytest.mark.parametrize("shape", [(1, 1), (63, 200), (130, 65)])  # tiles of 64: short, ragged and whole ones
-def test_tiled_transpose_is_the_transpose(shape):
-    alleles = np.random.default_rng(4).integers(0, 2, shape).astype(np.uint8)
-    out = _transposed(alleles)
-    assert out.flags.c_contiguous and np.array_equal(out, alleles.T)
 
 
 @pytest.mark.parametrize("t, n", [(1, 1), (64, 9), (70, 130)])  # whole and ragged words of sites
@@ -647,16 +640,16 @@ def test_minor_alleles_refuse_a_record_listed_by_its_major_allele():
 
 
 @pytest.mark.parametrize("n_haplotypes, n_records, block_rows", [(53, 130, 64), (200, 64, 128), (1001, 200, 192)])
-def test_minor_bits_set_a_bit_where_each_haplotype_carries_each_records_minor_allele(n_haplotypes, n_records,
-                                                                                     block_rows):
+def test_bits_by_haplotype_set_a_bit_where_each_haplotype_carries_each_records_minor_allele(n_haplotypes,
+                                                                                             n_records, block_rows):
     """Ragged last bytes (53, 1001), whole words (200: 25 bytes, padded),
     a ragged last word of records (130, 200) and blocks of several words."""
     rng = np.random.default_rng(12)
     alleles = (rng.random((n_records, n_haplotypes)) < rng.random((n_records, 1))).astype(np.uint8)
     minor_is_alt = 2 * alleles.sum(axis=1) <= n_haplotypes
     packed = np.packbits(alleles, axis=1)
-    bits = minor_bits((packed[lo:lo + block_rows] for lo in range(0, n_records, block_rows)), n_haplotypes,
-                      n_records, minor_is_alt)
+    bits = bits_by_haplotype((packed[lo:lo + block_rows] for lo in range(0, n_records, block_rows)), n_haplotypes,
+                             n_records, ~minor_is_alt)  # inverted where REF is the minor allele
     minor = np.where(minor_is_alt[:, None], alleles, 1 - alleles)  # (records, haplotypes)
     got = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, :n_records]  # bit c % 64 of word c // 64
     assert bits.shape == (n_haplotypes, (n_records + 63) // 64)

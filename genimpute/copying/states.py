@@ -9,46 +9,61 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from genimpute.copying.pbwt import _allele
-
-
-@nb.njit(cache=True, parallel=True)
-def _transposed(alleles):
-    """alleles (t, H) as (H, t), in tiles that stay in cache: numpy's
-    transposing copy took a second for a segment of 4,000 sites and 32,000
-    haplotypes, most of it cache misses."""
-    t, n = alleles.shape
-    out = np.empty((n, t), dtype=alleles.dtype)
-    tile = 64
-    for first_h in nb.prange((n + tile - 1) // tile):
-        h0 = first_h * tile
-        for j0 in range(0, t, tile):
-            for h in range(h0, min(n, h0 + tile)):
-                for j in range(j0, min(t, j0 + tile)):
-                    out[h, j] = alleles[j, h]
-    return out
+from genimpute.io.coded_rows import byte_swapped, transpose64
 
 
 def _packed_by_haplotype(packed: np.ndarray, n_haplotypes: int) -> np.ndarray:
     """The alleles of packed (t, ceil(H / 8)) records (as pbwt_index reads
     them) as (H, ceil(t / 64)) uint64, site j bit j % 64 of word j // 64:
     the table the states' alleles are gathered from (_state_alleles)."""
-    return _transposed(_packed_sites(packed, n_haplotypes)).view(np.uint64)
+    return bits_by_haplotype(iter([packed]), n_haplotypes, len(packed), np.zeros(len(packed), dtype=bool))
+
+
+def bits_by_haplotype(blocks, n_haplotypes: int, n_rows: int, inverted: np.ndarray) -> np.ndarray:
+    """(H, ceil(n_rows / 64)) uint64: bit r % 64 of word r // 64 of row h
+    haplotype h's bit in packed row r, inverted where inverted[r] (blocks:
+    the rows (k, ceil(H / 8)) uint8 in order, k a multiple of 64 but in
+    the last)."""
+    out = np.zeros((n_haplotypes, (n_rows + 63) // 64), dtype=np.uint64)
+    first = 0
+    for block in blocks:
+        _fill_by_haplotype(as_words(block)[1], inverted[first:first + len(block)], first // 64, out)
+        first += len(block)
+    return out
+
+
+def as_words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block's packed rows zero-padded to whole uint64 words, C-contiguous;
+    the same memory as uint64)."""
+    if block.shape[1] % 8:
+        block = np.pad(block, ((0, 0), (0, -block.shape[1] % 8)))
+    block = np.ascontiguousarray(block)
+    return block, block.view(np.uint64)
 
 
 @nb.njit(cache=True, parallel=True)
-def _packed_sites(packed, n):
-    """(8 ceil(t / 64), n) uint8: the alleles of packed (t, ceil(n / 8))
-    records with sites 8 r .. 8 r + 7 in the bits of row r, site j bit j %
-    8 (the rows past the last site 0)."""
-    t = len(packed)
-    out = np.zeros((8 * ((t + 63) // 64), n), dtype=np.uint8)
-    for row in nb.prange((t + 7) // 8):
-        for j in range(8 * row, min(t, 8 * row + 8)):
-            bit = np.uint8(j & 7)
-            for h in range(n):
-                out[row, h] |= np.uint8(_allele(packed[j], h)) << bit
-    return out
+def _fill_by_haplotype(words, inverted, first_word, out):
+    """Set out[h, first_word + r // 64] bit r % 64 to haplotype h's bit in
+    row r of words (packed rows as uint64, zero-padded), inverted where
+    inverted[r]: 64 rows by 64 haplotypes at a time, transposed
+    (transpose64). A bit at a time from each row (a tiled byte table, then
+    its transpose) took 3-5 times as long at 100,000 samples."""
+    n_rows, n_haplotypes = len(words), out.shape[0]
+    for w in nb.prange(words.shape[1]):
+        tile = np.empty(64, dtype=np.uint64)
+        for g in range((n_rows + 63) // 64):
+            for i in range(64):  # row i at tile[63 - i], so transposed each haplotype's word has row i at bit i
+                r = 64 * g + i
+                word = np.uint64(0)
+                if r < n_rows:
+                    word = byte_swapped(words[r, w])  # haplotype 64 w at bit 63, as np.packbits orders them
+                    if inverted[r]:
+                        word = ~word
+                tile[63 - i] = word
+            transpose64(tile)
+            for j in range(64):
+                if 64 * w + j < n_haplotypes:  # past the last: padding, set where inverted
+                    out[64 * w + j, first_word + g] = tile[j]
 
 
 @nb.njit(cache=True)

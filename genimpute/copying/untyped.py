@@ -11,7 +11,7 @@ import numpy as np
 
 from genimpute.copying.hmm import FAST
 from genimpute.copying.pbwt import _ones
-from genimpute.io.coded_rows import byte_swapped, transpose64
+from genimpute.copying.states import as_words, bits_by_haplotype
 from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS, parts_in_blocks
 
 
@@ -30,8 +30,8 @@ def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotype
     in that order. The rare ones' carriers are listed by haplotype
     (minor_alleles); the common ones (`common`, ascending) are bits, of
     hap_bits (H, ceil(len(common) / 64)) uint64, common record c bit c % 64
-    of word c // 64 (minor_bits). alt_major: the records whose minor
-    allele is REF.
+    of word c // 64 (bits_by_haplotype, inverted where REF is the minor
+    allele). alt_major: the records whose minor allele is REF.
 
     At 100,000 samples a haplotype carries the minor allele of about 260
     of the 44,000 untyped records of 1 Mb, 210 of them of the 1,200 common
@@ -41,51 +41,14 @@ def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotype
     # alt_freq is the alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it, which float32 keeps
     # apart below 16 million haplotypes; so the minor allele needs no count of its own
     minor_is_alt = alt_freq <= 0.5
-    common = np.flatnonzero(np.minimum(alt_freq, 1 - alt_freq) >= COMMON_MINOR)
-    rare = np.flatnonzero(np.minimum(alt_freq, 1 - alt_freq) < COMMON_MINOR)
+    is_common = np.minimum(alt_freq, 1 - alt_freq) >= COMMON_MINOR
+    common, rare = np.flatnonzero(is_common), np.flatnonzero(~is_common)
     hap_starts, hap_records = minor_alleles(lambda: parts_in_blocks(rows_of, records[rare], block_bytes),
                                             n_haplotypes, minor_is_alt[rare], rare.astype(np.int32), n_strips)
     step = 64 * max(1, block_bytes // max(1, 64 * rows_of.shape[1]))  # common records a block: whole words of 64
-    hap_bits = minor_bits((rows_of[records[common[lo:lo + step]]] for lo in range(0, len(common), step)),
-                          n_haplotypes, len(common), minor_is_alt[common])
+    hap_bits = bits_by_haplotype((rows_of[records[common[lo:lo + step]]] for lo in range(0, len(common), step)),
+                                 n_haplotypes, len(common), ~minor_is_alt[common])
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt), common, hap_bits
-
-
-def minor_bits(blocks, n_haplotypes: int, n_records: int, minor_is_alt: np.ndarray) -> np.ndarray:
-    """(H, ceil(n_records / 64)) uint64: bit c % 64 of word c // 64 of row
-    h set where haplotype h carries the minor allele of record c (blocks:
-    the records' packed rows (k, W) uint8 in order, k a multiple of 64 but
-    in the last)."""
-    out = np.zeros((n_haplotypes, (n_records + 63) // 64), dtype=np.uint64)
-    first = 0
-    for block in blocks:
-        _fill_minor_bits(_as_words(block)[1], minor_is_alt[first:first + len(block)], first // 64, out)
-        first += len(block)
-    return out
-
-
-@nb.njit(cache=True, parallel=True)
-def _fill_minor_bits(words, minor_is_alt, first_word, out):
-    """Set out[h, first_word + c // 64] bit c % 64 where haplotype h carries
-    the minor allele of row c of words (packed rows as uint64, zero-padded):
-    64 rows by 64 haplotypes at a time, transposed (transpose64). Setting
-    them bit by bit from each row's 1s would scatter a write for each."""
-    n_rows, n_haplotypes = len(words), out.shape[0]
-    for w in nb.prange(words.shape[1]):
-        tile = np.empty(64, dtype=np.uint64)
-        for g in range((n_rows + 63) // 64):
-            for i in range(64):  # row i at tile[63 - i], so transposed each haplotype's word has row i at bit i
-                c = 64 * g + i
-                word = np.uint64(0)
-                if c < n_rows:
-                    word = byte_swapped(words[c, w])  # haplotype 64 w at bit 63, as np.packbits orders them
-                    if not minor_is_alt[c]:
-                        word = ~word
-                tile[63 - i] = word
-            transpose64(tile)
-            for j in range(64):
-                if 64 * w + j < n_haplotypes:  # past the last: padding, flipped where REF is the minor allele
-                    out[64 * w + j, first_word + g] = tile[j]
 
 
 @nb.njit(cache=True, parallel=True)
@@ -174,16 +137,7 @@ def _scanned(parts, minor_is_alt: np.ndarray) -> tuple:
     if np.any(parts.ones_listed[listed] != minor_is_alt[listed]):
         raise ValueError("expected each listed record to list its minor allele's carriers; found one that lists "
                          "its major allele's")
-    return *_as_words(parts.whole), parts.whole_at, parts.starts, parts.positions
-
-
-def _as_words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(block's packed rows zero-padded to whole uint64 words, C-contiguous;
-    the same memory as uint64)."""
-    if block.shape[1] % 8:
-        block = np.pad(block, ((0, 0), (0, -block.shape[1] % 8)))
-    block = np.ascontiguousarray(block)
-    return block, block.view(np.uint64)
+    return *as_words(parts.whole), parts.whole_at, parts.starts, parts.positions
 
 
 def _numbered(blocks):
