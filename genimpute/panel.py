@@ -17,8 +17,8 @@ from genimpute.errors import CheckpointError, InputError, PanelMismatchError
 from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.coded_rows import CodedRows
-from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, packed_blocks, write_npz
 from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_by_row
