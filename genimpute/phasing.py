@@ -43,6 +43,7 @@ import numpy as np
 
 from genimpute.config import PHASERS
 from genimpute.errors import InputError
+from genimpute.io.bgzf import BgzfWriter
 from genimpute.io.genetic_map import GeneticMap, read_map
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
 from genimpute.io.vcf_writer import COLUMNS, FILE_FORMAT, FORMAT_LINES
@@ -58,6 +59,10 @@ INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian:
 
 _LOG_TAIL_LINES = 5
 _CHUNK_BYTES = 1 << 24  # genotype text built per block of records of about this size
+# The panel's haplotypes at the typed sites, 4 bytes of text per haplotype and record, are written for the
+# phaser to read once: at 100,000 samples 0.8 MB a record, which htslib's single-threaded level 6 compressed
+# at about 65 MB/s (14 s of a 30 s run over 662 records, BENCHMARKS.md)
+_PHASER_LEVEL = 1
 
 
 # --- finding the tool ----------------------------------------------------------
@@ -254,14 +259,14 @@ def _vcf_header(contig: str, names: list) -> bytes:
 
 def _write_vcf(path: Path, records: _Records, names: list, haps: np.ndarray, phased: bool) -> None:
     """A bgzipped VCF of the records with GT only; record i has ID `r<i>`,
-    by which the phaser's output is matched back."""
-    import pysam
-
+    by which the phaser's output is matched back. Its blocks are
+    compressed at level 1 on worker threads (_PHASER_LEVEL)."""
     contig, positions, refs, alts = records.contig, records.positions, records.refs, records.alts
     padded = (haps[:, 1::2] == ABSENT).any() if not phased else False
     rows_per_chunk = max(1, _CHUNK_BYTES // (2 * haps.shape[1] + 1))
     mixed = _mixed_ploidy(haps)  # of the whole contig: a sample's ploidy must not change from block to block
-    with pysam.BGZFile(str(path), "wb") as handle:
+    handle = BgzfWriter(path, level=_PHASER_LEVEL)
+    try:
         handle.write(_vcf_header(contig, names))
         for start in range(0, len(positions), rows_per_chunk):
             stop = min(start + rows_per_chunk, len(positions))
@@ -271,6 +276,8 @@ def _write_vcf(path: Path, records: _Records, names: list, haps: np.ndarray, pha
                 parts.append(f"{contig}\t{positions[i]}\tr{i}\t{refs[i]}\t{alts[i]}\t.\t.\t.\tGT\t".encode())
                 parts.append((row[row != _PAD] if padded else row).tobytes())
             handle.write(b"".join(parts))
+    finally:
+        handle.close()
 
 
 # --- genetic map -------------------------------------------------------------------

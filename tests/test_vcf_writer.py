@@ -530,6 +530,24 @@ def test_the_index_written_with_the_file_finds_what_tabix_own_index_finds(tmp_pa
         assert ours == list(theirs_file.fetch(contig, start, stop))
 
 
+def test_bgzf_level_trades_size_for_speed_not_content(tmp_path):
+    import gzip
+
+    from genimpute.io.bgzf import BgzfWriter
+
+    rng = np.random.default_rng(5)
+    data = b"\t".join(b"0|1" if rng.random() < 0.03 else b"0|0" for _ in range(400_000))
+    sizes = {}
+    for level in (1, 9):
+        writer = BgzfWriter(tmp_path / f"{level}.gz", level=level)
+        writer.write(data)
+        writer.close()
+        raw = (tmp_path / f"{level}.gz").read_bytes()
+        assert gzip.decompress(raw) == data
+        sizes[level] = len(raw)
+    assert sizes[9] < sizes[1]
+
+
 def test_the_writers_compression_pools_take_no_more_than_threads(tmp_path, monkeypatch):
     from genimpute import runtime
     from genimpute.io.bgzf import BgzfWriter

@@ -35,11 +35,13 @@ def compress_block(data: bytes, level: int = LEVEL) -> bytes:
 
 
 class BgzfWriter:
-    """Write bytes to `path` as BGZF; close() finishes the file with the EOF block."""
+    """Write bytes to `path` as BGZF, each block compressed at `level`;
+    close() finishes the file with the EOF block."""
 
-    def __init__(self, path: str | os.PathLike, threads: int | None = None):
+    def __init__(self, path: str | os.PathLike, threads: int | None = None, level: int = LEVEL):
         self.handle = open(path, "wb")
         self.threads = threads or min(4, usable_cores())
+        self.level = level
         self.pool = ThreadPoolExecutor(max_workers=self.threads)
         self.pending: deque = deque()
         self.buffer = bytearray()
@@ -68,7 +70,7 @@ class BgzfWriter:
         self.buffer += view[full:]
 
     def _submit(self, block) -> None:
-        self.pending.append(self.pool.submit(compress_block, block))
+        self.pending.append(self.pool.submit(compress_block, block, self.level))
         while len(self.pending) > 4 * self.threads:  # bound the memory held by blocks in flight
             self._write_block(self.pending.popleft().result())
 
