@@ -198,7 +198,7 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
     samples (`in_panel`) are left out of the reference, which would hand them
     their true phase. Records on other contigs stay as they are: nothing of
     them is written."""
-    from genimpute.phasing import find_phaser, phase_haplotypes
+    from genimpute.phasing import PackedHaplotypes, find_phaser, phase_haplotypes
 
     if phaser is None:
         raise InputError(f"{source}: expected phased genotypes; found unphased heterozygous calls "
@@ -216,8 +216,10 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
     for contig in np.intersect1d(contig_of, contigs):
         on_contig = contig_of == contig
         rows = aln.panel_rows[on_contig]
+        ref_haps = PackedHaplotypes(np.asarray(panel.packed[rows]), panel.n_haplotypes,
+                                    None if reference.all() else reference)
         phased[on_contig] = phase_haplotypes(
-            tool, aln.haplotypes[on_contig], panel.haplotypes(rows)[:, reference], panel.contig_names[contig],
+            tool, aln.haplotypes[on_contig], ref_haps, panel.contig_names[contig],
             panel.positions[rows], [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples,
             ref_samples, genetic_map=genetic_map)
     return dataclasses.replace(aln, haplotypes=phased, phased=True)

@@ -73,11 +73,11 @@ def data():
     )
 
 
-def _phase(tool, d: Slice, haps=None, **kwargs):
+def _phase(tool, d: Slice, haps=None, ref_haps=None, **kwargs):
     require(tool)
     kwargs = {"samples": d.samples, "threads": 1, **kwargs}
-    return phase_haplotypes(tool, d.unphased if haps is None else haps, d.ref_haps, d.contig, d.positions,
-                            d.refs, d.alts, ref_samples=d.ref_samples, **kwargs)
+    return phase_haplotypes(tool, d.unphased if haps is None else haps, d.ref_haps if ref_haps is None else ref_haps,
+                            d.contig, d.positions, d.refs, d.alts, ref_samples=d.ref_samples, **kwargs)
 
 
 def _genotypes(haps):
@@ -295,6 +295,20 @@ def test_a_failing_phaser_is_a_clear_error(mode, message, data, monkeypatch, tmp
     assert "Main.java" not in str(error.value)
 
 
+def test_a_packed_reference_phases_as_its_alleles(data):
+    """The panel's packed records with some columns left out (target samples
+    that are panel samples) are the reference their kept columns are."""
+    rng = np.random.default_rng(4)
+    extra = rng.integers(0, 2, (len(data.positions), 6), dtype=np.uint8)
+    alleles = np.concatenate([extra[:, :4], data.ref_haps, extra[:, 4:]], axis=1)
+    kept = np.ones(alleles.shape[1], dtype=bool)
+    kept[[0, 1, 2, 3, -2, -1]] = False
+    packed = phasing.PackedHaplotypes(np.packbits(alleles, axis=1), alleles.shape[1], kept)
+    assert packed.shape == data.ref_haps.shape
+    np.testing.assert_array_equal(packed.rows(3, 17), data.ref_haps[3:17])
+    np.testing.assert_array_equal(_phase("beagle", data, ref_haps=packed), _phase("beagle", data))
+
+
 _ARGUMENT_RECORDING_BEAGLE = """#!{python}
 import gzip, sys
 open({record!r}, "w").write(" ".join(sys.argv[1:]))
@@ -306,8 +320,6 @@ with gzip.open(args["gt"], "rt") as src, gzip.open(args["out"] + ".vcf.gz", "wt"
 
 @pytest.mark.parametrize("large", [False, True])
 def test_beagle_phases_in_fewer_iterations_against_a_large_reference(large, data, monkeypatch, tmp_path):
-    from genimpute import phasing
-
     fake = tmp_path / "beagle"
     fake.write_text(_ARGUMENT_RECORDING_BEAGLE.format(python=sys.executable, record=str(tmp_path / "arguments")))
     fake.chmod(0o755)
@@ -322,6 +334,21 @@ def test_arrays_must_describe_the_same_records(data):
     with pytest.raises(ValueError, match="ref_haps: expected shape"):
         phase_haplotypes("beagle", data.unphased, data.ref_haps[1:], data.contig, data.positions, data.refs,
                          data.alts, data.samples, data.ref_samples)
+
+
+@pytest.mark.parametrize("which, value, message", [
+    ("haps", 2, "haps: expected 0, 1 or MISSING"), ("haps", -3, "haps: expected 0, 1 or MISSING"),
+    ("first", ABSENT, "ABSENT only as a second haplotype"), ("ref_haps", 2, "ref_haps: expected alleles 0 and 1"),
+])
+def test_alleles_out_of_range_are_refused(which, value, message, data):
+    haps, ref_haps = data.unphased.copy(), data.ref_haps.copy()
+    if which == "ref_haps":
+        ref_haps[3, 5] = value
+    else:
+        haps[3, 4 if which == "first" else 5] = value
+    with pytest.raises(ValueError, match=message):
+        phase_haplotypes("beagle", haps, ref_haps, data.contig, data.positions, data.refs, data.alts, data.samples,
+                         data.ref_samples)
 
 
 # --- scoring -----------------------------------------------------------------------
