@@ -3,13 +3,16 @@ the panel, as `impute` phases unphased targets (genimpute.phasing), with
 Beagle's phasing iterations asked for: each count's switch errors against
 the samples' true phase, and its wall time.
 
-    python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...] [--seed 1]
+    python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
+        [--reference-samples N ...] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
 genotypes at the array's sites). The held-out genotypes lose their phase
 (each heterozygous call's alleles in a seeded random order) before they are
-phased. No target of the scale series is used, so settings may be chosen here.
+phased. --reference-samples N also phases them against N of the
+reference's samples (a seeded draw), at each iteration count. No target
+of the scale series is used, so settings may be chosen here.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def main() -> None:
     parser.add_argument("map")
     parser.add_argument("--iterations", type=int, action="append", help="Beagle's phasing iterations "
                         "(default: 12, Beagle's own default, and 4)")
+    parser.add_argument("--reference-samples", type=int, action="append", default=[],
+                        help="also phase against this many of the reference's samples")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     keys, truth, positions, refs, alts = read_haplotypes(f"{args.heldout_dir}/gt.vcf.gz")
@@ -74,12 +79,16 @@ def main() -> None:
     query = unphased(truth, args.seed)
     print(f"{len(samples)} held-out samples, {len(ref_samples)} reference samples, {len(keys)} records")
     contig = VCF(f"{args.heldout_dir}/gt.vcf.gz").seqnames[0]
-    for iterations in args.iterations or [12, 4]:
-        phased, seconds = phased_with(iterations, "beagle", query, ref_haps.astype(np.uint8), contig,
-                                      np.array(positions), refs, alts, samples, ref_samples, genetic_map=args.map)
-        switches, opportunities = phasing.switch_errors(phased, truth)
-        print(f"beagle iterations={iterations}: switch errors {switches} of {opportunities} "
-              f"({100 * switches / max(1, opportunities):.3f}%), {seconds:.1f} s")
+    for n_reference in [len(ref_samples), *args.reference_samples]:
+        drawn = np.sort(np.random.default_rng(args.seed).choice(len(ref_samples), n_reference, replace=False))
+        columns = np.stack([2 * drawn, 2 * drawn + 1], axis=1).reshape(-1)
+        for iterations in args.iterations or [12, 4]:
+            phased, seconds = phased_with(iterations, "beagle", query, ref_haps[:, columns].astype(np.uint8), contig,
+                                          np.array(positions), refs, alts, samples,
+                                          [ref_samples[i] for i in drawn], genetic_map=args.map)
+            switches, opportunities = phasing.switch_errors(phased, truth)
+            print(f"beagle iterations={iterations}, {n_reference} reference samples: switch errors {switches} of "
+                  f"{opportunities} ({100 * switches / max(1, opportunities):.3f}%), {seconds:.1f} s")
 
 
 if __name__ == "__main__":
