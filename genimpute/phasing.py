@@ -80,7 +80,8 @@ class PackedHaplotypes:
     n_haplotypes, of which the columns `kept` ((H,) bool; None: all) are
     the reference. Unpacked a block of records at a time as they are
     written for the phaser: at 100,000 samples the alleles of 6,620 records
-    take 1.3 GB a byte each, 53,000 (an array's sites on chr20) 10.6 GB."""
+    take 1.3 GB a byte each, 53,000 (an Omni2.5-like array over chr20's
+    64 Mb) 10.6 GB."""
 
     packed: np.ndarray
     n_haplotypes: int
@@ -236,7 +237,8 @@ def _check_arrays(haps, ref_haps, positions, refs, alts, samples, ref_samples) -
         raise ValueError("expected at least one record, one target sample and one reference sample")
     if (np.diff(positions) < 0).any():
         raise ValueError("positions: expected them sorted")
-    # a range by min and max, not np.isin, which took 39 s and 15 GB for 6,620 records of 100,000 panel samples
+    # ranges by min and max (the panel's alleles likewise in PackedHaplotypes.of), not np.isin, which widened the
+    # panel's alleles to int64: 39 s and 15 GB for 6,620 records of 100,000 samples
     if haps.size and (haps.min() < ABSENT or haps.max() > 1) or (haps[:, 0::2] == ABSENT).any():
         raise ValueError("haps: expected 0, 1 or MISSING alleles, and ABSENT only as a second haplotype")
 
