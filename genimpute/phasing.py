@@ -58,6 +58,10 @@ __all__ = ["PHASERS", "find_phaser", "phase_haplotypes", "switch_errors"]
 INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian: apt-get install shapeit4"}
 
 _LOG_TAIL_LINES = 5
+# Java's heap defaults to a quarter of the machine's memory (Beagle's log here: -Xmx6028m of 24 GB), and what
+# Beagle needs grows with the reference's samples and sites
+_MEMORY_HINT = ("\nJava ran out of memory: give Beagle a larger heap through the environment "
+                "(as JAVA_TOOL_OPTIONS=-Xmx20g), or phase the targets beforehand")
 _CHUNK_BYTES = 1 << 24  # genotype text built per block of records of about this size
 # The panel's haplotypes at the typed sites, 4 bytes of text per haplotype and record, are written for the
 # phaser to read once: at 100,000 samples 0.8 MB a record, which htslib's single-threaded level 6 compressed
@@ -393,7 +397,7 @@ def _run(tool: str, cmd: list, out: Path, log_path: Path) -> None:
     if code != 0 or not out.is_file():
         problem = f"exit status {code}" if code != 0 else f"exited without writing {out.name}"
         raise InputError(f"{tool} failed to phase the target ({problem}); the last lines of its log:\n"
-                         + _log_tail(text))
+                         + _log_tail(text) + _MEMORY_HINT * ("OutOfMemoryError" in text))
 
 
 def _read_phased(tool: str, path: Path, names: list, contig: str, positions: np.ndarray) -> np.ndarray:

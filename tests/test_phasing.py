@@ -266,6 +266,9 @@ _FAKE_BEAGLE = """#!{python}
 import gzip, sys
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 mode = {mode!r}
+if mode == "memory":
+    print("Exception in thread \\"main\\" java.lang.OutOfMemoryError: Java heap space")
+    sys.exit(1)
 if mode == "crash":
     print("Exception in thread \\"main\\" java.lang.IllegalArgumentException: something is wrong")
     print("\\tat vcf.Foo.bar(Foo.java:12)")
@@ -284,6 +287,8 @@ with gzip.open(args["gt"], "rt") as src, gzip.open(args["out"] + ".vcf.gz", "wt"
     ("crash", (r"beagle failed to phase the target \(exit status 1\); the last lines of its log:\n"
                r".*IllegalArgumentException: something is wrong$")),
     ("drop", r"beagle dropped 1 of \d+ records while phasing \(first at 20:\d+\)"),
+    ("memory", r"OutOfMemoryError: Java heap space\nJava ran out of memory: give Beagle a larger heap .*"
+               r"JAVA_TOOL_OPTIONS=-Xmx20g"),
 ])
 def test_a_failing_phaser_is_a_clear_error(mode, message, data, monkeypatch, tmp_path):
     fake = tmp_path / "beagle"
