@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 # PHASERS (from genimpute.config, where the CLI's --phaser choices come from):
 # ("beagle", "shapeit4"), the order `auto` tries them in
-__all__ = ["PHASERS", "find_phaser", "phase_haplotypes", "switch_errors"]
+__all__ = ["PHASERS", "PackedHaplotypes", "find_phaser", "phase_haplotypes", "switch_errors"]
 
 INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian: apt-get install shapeit4"}
 

@@ -530,7 +530,7 @@ def test_the_index_written_with_the_file_finds_what_tabix_own_index_finds(tmp_pa
         assert ours == list(theirs_file.fetch(contig, start, stop))
 
 
-def test_bgzf_level_trades_size_for_speed_not_content(tmp_path):
+def test_bgzf_level_changes_the_size_not_the_content(tmp_path):
     import gzip
 
     from genimpute.io.bgzf import BgzfWriter
