@@ -73,9 +73,10 @@ def impute(
         matches = report_samples_in_panel(panel, aln, target.samples, audit)
         header_contigs = contigs_in_target_order(panel, target, aln)
         contigs, in_region = _contigs_to_write(panel, header_contigs, region)
+        phased_by = None
         if not aln.phased:
-            aln = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                         [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
+            aln, phased_by = _phase(aln, panel, target, phaser, genetic_map, target_path,
+                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
         typed_mask = aln.typed_records(len(panel))
         engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
             else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
@@ -83,7 +84,7 @@ def impute(
         n_windows = sum(len(w) for w in windows.values())
         log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows),
                  n_windows)
-        meta = _header_meta(engine, ref)
+        meta = _header_meta(engine, ref, phased_by)
         validation = _validation(engine, validate_fraction, seed, in_region, meta)
         filled = engine.fill_missing(in_region)
         records = CohortRecords(panel, target, aln, typed_mask, filled, fields,
@@ -111,12 +112,15 @@ def _reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool
     return read_reference(ref, spool)
 
 
-def _header_meta(engine, ref) -> dict:
-    """The header's lines of provenance: genimpute's version, the command, the engine and the panel."""
+def _header_meta(engine, ref, phased_by: str | None) -> dict:
+    """The header's lines of provenance: genimpute's version, the command, the engine, the panel and, for
+    an unphased target, how it was phased."""
     meta = {"source": f"genimpute {__version__}", "genimputeCommand": " ".join(sys.argv),
             "genimputeModel": engine.description}
     if ref is not None:
         meta["genimputeReference"] = str(Path(ref).resolve())
+    if phased_by is not None:
+        meta["genimputePhasing"] = phased_by
     return meta
 
 
@@ -191,14 +195,15 @@ def _validation(engine, fraction: float | None, seed: int, in_region: np.ndarray
 
 
 def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
-           contigs: list, in_panel: np.ndarray) -> Alignment:
-    """Phase an unphased target's matched records on `contigs` (panel contig
-    indices: those to be written) against the panel with an external phaser
-    (see genimpute.phasing), contig by contig. Panel samples that are target
+           contigs: list, in_panel: np.ndarray) -> tuple[Alignment, str]:
+    """(the alignment phased, how: phaser_description) of an unphased
+    target's matched records on `contigs` (panel contig indices: those to be
+    written), phased against the panel with an external phaser (see
+    genimpute.phasing), contig by contig. Panel samples that are target
     samples (`in_panel`) are left out of the reference, which would hand them
     their true phase. Records on other contigs stay as they are: nothing of
     them is written."""
-    from genimpute.phasing import PackedHaplotypes, find_phaser, phase_haplotypes
+    from genimpute.phasing import PackedHaplotypes, find_phaser, phase_haplotypes, phaser_description
 
     if phaser is None:
         raise InputError(f"{source}: expected phased genotypes; found unphased heterozygous calls "
@@ -222,4 +227,4 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
             tool, aln.haplotypes[on_contig], ref_haps, panel.contig_names[contig],
             panel.positions[rows], [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples,
             ref_samples, genetic_map=genetic_map)
-    return dataclasses.replace(aln, haplotypes=phased, phased=True)
+    return dataclasses.replace(aln, haplotypes=phased, phased=True), phaser_description(tool, len(ref_samples))

@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 # PHASERS (from genimpute.config, where the CLI's --phaser choices come from):
 # ("beagle", "shapeit4"), the order `auto` tries them in
-__all__ = ["PHASERS", "PackedHaplotypes", "find_phaser", "phase_haplotypes", "switch_errors"]
+__all__ = ["PHASERS", "PackedHaplotypes", "find_phaser", "phase_haplotypes", "phaser_description", "switch_errors"]
 
 INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian: apt-get install shapeit4"}
 
@@ -351,6 +351,14 @@ def beagle_iterations(n_reference_samples: int) -> int | None:
     """Beagle's phasing iterations against a reference of that many samples
     (None: its default)."""
     return LARGE_REFERENCE_ITERATIONS if n_reference_samples >= LARGE_REFERENCE else None
+
+
+def phaser_description(tool: str, n_reference_samples: int) -> str:
+    """How `tool` phases against a reference of that many samples, for the output's header."""
+    iterations = beagle_iterations(n_reference_samples)
+    settings = {"beagle": "default iterations" if iterations is None else f"iterations={iterations}",
+                "shapeit4": "one thread"}[tool]
+    return f"{tool} ({settings}) against {n_reference_samples} panel samples at the typed sites"
 
 
 def _command(tool: str, ref: Path, gt: Path, out_prefix: Path, contig: str, threads: int,
