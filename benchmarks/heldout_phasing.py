@@ -4,15 +4,16 @@ Beagle's phasing iterations asked for: each count's switch errors against
 the samples' true phase, and its wall time.
 
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
-        [--reference-samples N ...] [--seed 1]
+        [--reference-samples N ...] [--shapeit4] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
 genotypes at the array's sites). The held-out genotypes lose their phase
 (each heterozygous call's alleles in a seeded random order) before they are
 phased. --reference-samples N also phases them against N of the
-reference's samples (a seeded draw), at each iteration count. No target
-of the scale series is used, so settings may be chosen here.
+reference's samples (a seeded draw), at each iteration count; --shapeit4
+with shapeit4 too (one thread, as `impute --phaser shapeit4` runs it). No
+target of the scale series is used, so settings may be chosen here.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def main() -> None:
                         "(default: 12, Beagle's own default, and 4)")
     parser.add_argument("--reference-samples", type=int, action="append", default=[],
                         help="also phase against this many of the reference's samples")
+    parser.add_argument("--shapeit4", action="store_true", help="also phase with shapeit4")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     keys, truth, positions, refs, alts = read_haplotypes(f"{args.heldout_dir}/gt.vcf.gz")
@@ -89,6 +91,13 @@ def main() -> None:
             switches, opportunities = phasing.switch_errors(phased, truth)
             print(f"beagle iterations={iterations}, {n_reference} reference samples: switch errors {switches} of "
                   f"{opportunities} ({100 * switches / max(1, opportunities):.3f}%), {seconds:.1f} s")
+    if args.shapeit4:
+        started = time.monotonic()
+        phased = phasing.phase_haplotypes("shapeit4", query, ref_haps.astype(np.uint8), contig, np.array(positions),
+                                          refs, alts, samples, ref_samples, genetic_map=args.map)
+        switches, opportunities = phasing.switch_errors(phased, truth)
+        print(f"shapeit4: switch errors {switches} of {opportunities} "
+              f"({100 * switches / max(1, opportunities):.3f}%), {time.monotonic() - started:.1f} s")
 
 
 if __name__ == "__main__":
