@@ -4,7 +4,7 @@ Beagle's phasing iterations asked for: each count's switch errors against
 the samples' true phase, and its wall time.
 
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
-        [--reference-samples N ...] [--shapeit4] [--seed 1]
+        [--reference-samples N ...] [--shapeit4] [--write-phased DIR] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
@@ -12,16 +12,23 @@ genotypes at the array's sites). The held-out genotypes lose their phase
 (each heterozygous call's alleles in a seeded random order) before they are
 phased. --reference-samples N also phases them against N of the
 reference's samples (a seeded draw), at each iteration count; --shapeit4
-with shapeit4 too (one thread, as `impute --phaser shapeit4` runs it). No
-target of the scale series is used, so settings may be chosen here.
+with shapeit4 too (one thread, as `impute --phaser shapeit4` runs it).
+--write-phased DIR writes each phasing of the whole reference as
+DIR/beagle.iterationsN.vcf.gz (and DIR/shapeit4.vcf.gz), gt.vcf.gz's
+records with the phaser's genotypes, for `genimpute impute` and
+paired_errors.py to score downstream. No target of the scale series is
+used, so settings may be chosen here.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import time
+from pathlib import Path
 
 import numpy as np
+import pysam
 from cyvcf2 import VCF
 
 import genimpute.phasing as phasing
@@ -50,6 +57,23 @@ def unphased(haps: np.ndarray, seed: int) -> np.ndarray:
     return out
 
 
+def write_phased(source: str, phased: np.ndarray, path: Path) -> None:
+    """source's (a phased VCF's) header and records, each record's genotypes
+    those of phased (T, 2S), bgzipped and indexed at path."""
+    with gzip.open(source, "rt") as lines, pysam.BGZFile(str(path), "wb") as out:
+        i = 0
+        for line in lines:
+            if not line.startswith("#"):
+                fields = line.rstrip("\n").split("\t")
+                row = phased[i]
+                fields[9:] = [f"{row[2 * s]}|{row[2 * s + 1]}" for s in range(len(fields) - 9)]
+                line, i = "\t".join(fields) + "\n", i + 1
+            out.write(line.encode())
+    if i != len(phased):
+        raise SystemExit(f"{source}: expected {len(phased)} records; found {i}")
+    pysam.tabix_index(str(path), preset="vcf", force=True)
+
+
 def phased_with(iterations: int, *args, **kwargs) -> tuple[np.ndarray, float]:
     """(phase_haplotypes(*args, **kwargs) with Beagle's phasing iterations set, wall seconds)."""
     rule = phasing.beagle_iterations
@@ -70,8 +94,11 @@ def main() -> None:
     parser.add_argument("--reference-samples", type=int, action="append", default=[],
                         help="also phase against this many of the reference's samples")
     parser.add_argument("--shapeit4", action="store_true", help="also phase with shapeit4")
+    parser.add_argument("--write-phased", type=Path, help="write each phasing of the whole reference here")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if args.write_phased:
+        args.write_phased.mkdir(parents=True, exist_ok=True)
     keys, truth, positions, refs, alts = read_haplotypes(f"{args.heldout_dir}/gt.vcf.gz")
     ref_keys, ref_haps, *_ = read_haplotypes(f"{args.heldout_dir}/ref.vcf.gz", keys)
     if ref_keys != keys:
@@ -89,6 +116,9 @@ def main() -> None:
                                           np.array(positions), refs, alts, samples,
                                           [ref_samples[i] for i in drawn], genetic_map=args.map)
             switches, opportunities = phasing.switch_errors(phased, truth)
+            if args.write_phased and n_reference == len(ref_samples):
+                write_phased(f"{args.heldout_dir}/gt.vcf.gz", phased,
+                             args.write_phased / f"beagle.iterations{iterations}.vcf.gz")
             print(f"beagle iterations={iterations}, {n_reference} reference samples: switch errors {switches} of "
                   f"{opportunities} ({100 * switches / max(1, opportunities):.3f}%), {seconds:.1f} s")
     if args.shapeit4:
@@ -96,6 +126,8 @@ def main() -> None:
         phased = phasing.phase_haplotypes("shapeit4", query, ref_haps.astype(np.uint8), contig, np.array(positions),
                                           refs, alts, samples, ref_samples, genetic_map=args.map)
         switches, opportunities = phasing.switch_errors(phased, truth)
+        if args.write_phased:
+            write_phased(f"{args.heldout_dir}/gt.vcf.gz", phased, args.write_phased / "shapeit4.vcf.gz")
         print(f"shapeit4: switch errors {switches} of {opportunities} "
               f"({100 * switches / max(1, opportunities):.3f}%), {time.monotonic() - started:.1f} s")
 

@@ -69,11 +69,12 @@ _CHUNK_BYTES = 1 << 24  # genotype text built per block of records of about this
 _PHASER_LEVEL = 1
 # Beagle's phasing iterations (its default: 12) against a reference of at least LARGE_REFERENCE samples. An
 # iteration's cost grows with the reference more than with the cohort (100,000 samples, 662 records: about 1 s
-# for 202 targets, 1.3 s for 2,202), and a large reference leaves the iterations little to decide: on 300
+# for 202 targets, 1.3 s for 2,202), and there the reference leaves the iterations little to decide: on 300
 # held-out samples a seed (simulated panels, benchmarks/heldout_phasing.py) 4 iterations made 4 switch errors
-# in 165,000 at 100,000 samples (three seeds; 12 made 2) and 16 in 231,000 at 16,000 (four seeds; 12 made
-# 12), where at 1,000 samples they made 11% more than 12 (BENCHMARKS.md)
-LARGE_REFERENCE = 10_000
+# in 165,000 at 100,000 samples (three seeds; 12 made 2), and two cohorts of targets were imputed as well with
+# 4 as with 12. At 16,000 samples 4 iterations cost a cohort of 1,002 targets up to 5% of the error of a MAF
+# bin (held-out samples: at most 1%), at 1,000 samples 11% more switch errors (BENCHMARKS.md)
+LARGE_REFERENCE = 50_000
 LARGE_REFERENCE_ITERATIONS = 4
 
 
