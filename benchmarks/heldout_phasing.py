@@ -75,14 +75,19 @@ def write_phased(source: str, phased: np.ndarray, path: Path) -> None:
 
 
 def phased_with(iterations: int, *args, **kwargs) -> tuple[np.ndarray, float]:
-    """(phase_haplotypes(*args, **kwargs) with Beagle's phasing iterations set, wall seconds)."""
-    rule = phasing.beagle_iterations
-    phasing.beagle_iterations = lambda n_reference_samples: iterations
+    """(phase_haplotypes(*args, **kwargs) with Beagle given `iterations=`, wall seconds)."""
+    command = phasing._command
+
+    def with_iterations(*a, **k):
+        cmd, out = command(*a, **k)
+        return cmd + [f"iterations={iterations}"], out
+
+    phasing._command = with_iterations
     try:
         started = time.monotonic()
         return phasing.phase_haplotypes(*args, **kwargs), time.monotonic() - started
     finally:
-        phasing.beagle_iterations = rule
+        phasing._command = command
 
 
 def main() -> None:

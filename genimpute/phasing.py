@@ -67,15 +67,6 @@ _CHUNK_BYTES = 1 << 24  # genotype text built per block of records of about this
 # phaser to read once: at 100,000 samples 0.8 MB a record, which htslib's single-threaded level 6 compressed
 # at about 65 MB/s (14 s of a 30 s run over 662 records, BENCHMARKS.md)
 _PHASER_LEVEL = 1
-# Beagle's phasing iterations (its default: 12) against a reference of at least LARGE_REFERENCE samples. An
-# iteration's cost grows with the reference more than with the cohort (100,000 samples, 662 records: about 1 s
-# for 202 targets, 1.3 s for 2,202), and there the reference leaves the iterations little to decide: on 300
-# held-out samples a seed (simulated panels, benchmarks/heldout_phasing.py) 4 iterations made 4 switch errors
-# in 165,000 at 100,000 samples (three seeds; 12 made 2), and two cohorts of targets were imputed as well with
-# 4 as with 12. At 16,000 samples 4 iterations cost a cohort of 1,002 targets up to 5% of the error of a MAF
-# bin (held-out samples: at most 1%), at 1,000 samples 11% more switch errors (BENCHMARKS.md)
-LARGE_REFERENCE = 50_000
-LARGE_REFERENCE_ITERATIONS = 4
 
 
 @dataclass(frozen=True)
@@ -206,8 +197,7 @@ def _run_phaser(tool: str, records: _Records, haps: np.ndarray, names: list, ref
 
             for path in (ref_vcf, gt_vcf):
                 pysam.tabix_index(str(path), preset="vcf", force=True)
-        cmd, out = _command(tool, ref_vcf, gt_vcf, out_prefix, records.contig, threads, map_path,
-                            beagle_iterations(len(ref_names)))
+        cmd, out = _command(tool, ref_vcf, gt_vcf, out_prefix, records.contig, threads, map_path)
         _run(tool, cmd, out, tmp / "phaser.log")
         return _read_phased(tool, out, names, records.contig, records.positions)
 
@@ -348,28 +338,19 @@ def _write_map(tool: str, genetic_map: str | Path | GeneticMap, contig: str, des
 
 
 # --- running the tool and reading its output ------------------------------------
-def beagle_iterations(n_reference_samples: int) -> int | None:
-    """Beagle's phasing iterations against a reference of that many samples
-    (None: its default)."""
-    return LARGE_REFERENCE_ITERATIONS if n_reference_samples >= LARGE_REFERENCE else None
-
-
 def phaser_description(tool: str, n_reference_samples: int) -> str:
     """How `tool` phases against a reference of that many samples, for the output's header."""
-    iterations = beagle_iterations(n_reference_samples)
-    settings = {"beagle": "default iterations" if iterations is None else f"iterations={iterations}",
-                "shapeit4": "one thread"}[tool]
+    settings = {"beagle": "its default settings", "shapeit4": "one thread"}[tool]
     return f"{tool} ({settings}) against {n_reference_samples} panel samples at the typed sites"
 
 
 def _command(tool: str, ref: Path, gt: Path, out_prefix: Path, contig: str, threads: int,
-             genetic_map: Path | None, iterations: int | None = None) -> tuple[list, Path]:
-    """The command line and the file it writes; `iterations`: Beagle's phasing iterations (None: its default)."""
+             genetic_map: Path | None) -> tuple[list, Path]:
+    """The command line and the file it writes."""
     out = Path(f"{out_prefix}.vcf.gz")
     if tool == "beagle":
         cmd = ["beagle", f"ref={ref}", f"gt={gt}", f"out={out_prefix}", "impute=false", f"nthreads={threads}"]
-        cmd += [f"map={genetic_map}"] if genetic_map else []
-        return cmd + ([f"iterations={iterations}"] if iterations is not None else []), out
+        return cmd + ([f"map={genetic_map}"] if genetic_map else []), out
     # shapeit4 on more than one thread phases differently from run to run (measured:
     # --thread 2 twice on chr20_1kgp1 gave 1,813 different records of 1,830);
     # one thread keeps genimpute's output a function of its inputs

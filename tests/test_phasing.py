@@ -314,27 +314,6 @@ def test_a_packed_reference_phases_as_its_alleles(data):
     np.testing.assert_array_equal(_phase("beagle", data, ref_haps=packed), _phase("beagle", data))
 
 
-_ARGUMENT_RECORDING_BEAGLE = """#!{python}
-import gzip, sys
-open({record!r}, "w").write(" ".join(sys.argv[1:]))
-args = dict(a.split("=", 1) for a in sys.argv[1:])
-with gzip.open(args["gt"], "rt") as src, gzip.open(args["out"] + ".vcf.gz", "wt") as out:
-    out.writelines(line.replace("/", "|") for line in src)
-"""
-
-
-@pytest.mark.parametrize("large", [False, True])
-def test_beagle_phases_in_fewer_iterations_against_a_large_reference(large, data, monkeypatch, tmp_path):
-    fake = tmp_path / "beagle"
-    fake.write_text(_ARGUMENT_RECORDING_BEAGLE.format(python=sys.executable, record=str(tmp_path / "arguments")))
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(phasing, "LARGE_REFERENCE", len(data.ref_samples) + (0 if large else 1))
-    _phase("beagle", data)
-    iterations = [a for a in (tmp_path / "arguments").read_text().split() if a.startswith("iterations=")]
-    assert iterations == ([f"iterations={phasing.LARGE_REFERENCE_ITERATIONS}"] if large else [])
-
-
 def test_arrays_must_describe_the_same_records(data):
     with pytest.raises(ValueError, match="ref_haps: expected shape"):
         phase_haplotypes("beagle", data.unphased, data.ref_haps[1:], data.contig, data.positions, data.refs,
