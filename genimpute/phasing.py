@@ -314,7 +314,7 @@ def _write_vcf(path: Path, records: _Records, names: list, rows, phased: bool, m
         for start in range(0, len(positions), rows_per_chunk):
             stop = min(start + rows_per_chunk, len(positions))
             cells = _genotype_cells(rows(start, stop), phased, mixed).reshape(stop - start, -1)
-            padded = (cells == _PAD).any()
+            padded = not phased and (cells == _PAD).any()  # a phased reference is diploid throughout: no scan
             parts = []
             for i, row in enumerate(cells, start):
                 parts.append(f"{contig}\t{positions[i]}\tr{i}\t{refs[i]}\t{alts[i]}\t.\t.\t.\tGT\t".encode())
