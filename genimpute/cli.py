@@ -325,7 +325,8 @@ def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
         from genimpute.report import to_json
 
         click.echo(to_json({"maf_source": result.maf_source, "accuracy": result.accuracy.to_dict(orient="records"),
-                            "calibration": result.calibration.to_dict(orient="records")}))
+                            "calibration": result.calibration.to_dict(orient="records"),
+                            "quality": result.quality.to_dict(orient="records")}))
     else:
         _print_evaluation(result)
 
@@ -374,7 +375,7 @@ def _write_report(result, out_dir, inputs, timings=None) -> None:
 
 def _print_evaluation(result) -> None:
     from genimpute.evaluation import by_population, side_by_side
-    from genimpute.report import calibration_side_by_side
+    from genimpute.report import calibration_side_by_side, quality_side_by_side
 
     def show(frame):
         click.echo(frame.to_string(float_format=lambda v: f"{v:.4f}"))
@@ -389,3 +390,6 @@ def _print_evaluation(result) -> None:
     if len(result.calibration):
         click.echo("\nCalibration: mean true r2 by bin of each tool's estimated r2")
         show(calibration_side_by_side(result.calibration))
+    if len(result.quality):
+        click.echo("\nThe quality score less the true r2 by MAF bin (mean, mean absolute) and their correlation")
+        show(quality_side_by_side(result.quality))

@@ -12,7 +12,8 @@ else from INFO/AF of the first imputed file (so every tool is binned alike),
 else from the truth genotypes.
 
 Calibration compares each tool's own per-variant quality estimate (INFO/DR2
-for genimpute and Beagle, INFO/R2 for Minimac4) with the true per-variant r2.
+for genimpute and Beagle, INFO/R2 for Minimac4) with the true per-variant r2:
+the mean true r2 by bin of the estimate, and the estimate's error by MAF bin.
 """
 
 from __future__ import annotations
@@ -330,16 +331,22 @@ def accuracy_rows(tool: str, scores: ToolScores, maf: np.ndarray, population_nam
     return rows
 
 
+def _estimated_and_true(scores: ToolScores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(estimated r2, true r2, which variants) of the variants with an
+    estimate whose truth varies (true r2 defined), every sample."""
+    true_r2 = r2_from_sums(scores.sums[:, 0])
+    usable = ~np.isnan(true_r2) & ~np.isnan(scores.estimated_r2)
+    return scores.estimated_r2[usable], true_r2[usable], usable
+
+
 def calibration_rows(tool: str, scores: ToolScores) -> list[dict]:
     """Mean estimated vs mean true per-variant r2, by bin of the estimate,
     over variants whose truth varies (true r2 defined)."""
     if scores.quality_field is None:
         return []
-    true_r2 = r2_from_sums(scores.sums[:, 0])
-    usable = ~np.isnan(true_r2) & ~np.isnan(scores.estimated_r2)
+    est, true, usable = _estimated_and_true(scores)
     if not usable.any():
         return []
-    est, true = scores.estimated_r2[usable], true_r2[usable]
     bins = r2_bin(est)
     rows = []
     for b, label in enumerate(R2_BIN_LABELS):
@@ -352,10 +359,43 @@ def calibration_rows(tool: str, scores: ToolScores) -> list[dict]:
     return rows
 
 
+def quality_rows(tool: str, scores: ToolScores, maf: np.ndarray) -> list[dict]:
+    """How far the quality estimate is from the true per-variant r2, by MAF
+    bin and over all imputed variants (those whose truth varies): its mean
+    error (estimate - true; below 0 a conservative score), its mean
+    absolute error, and its correlation with the true r2. A user filtering
+    at DR2 0.8 keeps the variants the score says are good: a score too low
+    drops good ones, too high keeps bad ones."""
+    if scores.quality_field is None:
+        return []
+    est, true, usable = _estimated_and_true(scores)
+    bins = maf_bin(maf[usable])
+    rows = []
+    for b, label in enumerate([*BIN_LABELS, ALL]):
+        sel = np.ones(len(est), dtype=bool) if label == ALL else bins == b
+        e, t = est[sel], true[sel]
+        varies = len(e) > 1 and e.std() > 0 and t.std() > 0
+        rows.append({
+            "tool": tool, "field": scores.quality_field, "maf_bin": label, "variants": int(sel.sum()),
+            "mean_estimated_r2": float(e.mean()) if len(e) else float("nan"),
+            "mean_true_r2": float(t.mean()) if len(e) else float("nan"),
+            "mean_error": float((e - t).mean()) if len(e) else float("nan"),
+            "mean_absolute_error": float(np.abs(e - t).mean()) if len(e) else float("nan"),
+            "correlation": float(np.corrcoef(e, t)[0, 1]) if varies else float("nan"),
+        })
+    return rows
+
+
+CALIBRATION_COLUMNS = ["tool", "field", "estimated_bin", "variants", "mean_estimated_r2", "mean_true_r2"]
+QUALITY_COLUMNS = ["tool", "field", "maf_bin", "variants", "mean_estimated_r2", "mean_true_r2", "mean_error",
+                   "mean_absolute_error", "correlation"]
+
+
 @dataclass
 class Evaluation:
     accuracy: pd.DataFrame  # tool, population, maf_bin, variants, aggregate_r2, mean_variant_r2, concordance, nonref_discordance
-    calibration: pd.DataFrame  # tool, field, estimated_bin, variants, mean_estimated_r2, mean_true_r2
+    calibration: pd.DataFrame  # CALIBRATION_COLUMNS: by bin of the estimate
+    quality: pd.DataFrame  # QUALITY_COLUMNS: the estimate's error by MAF bin
     maf_source: str
 
     def overall(self) -> pd.DataFrame:
@@ -398,12 +438,13 @@ def evaluate(
     population_names = [EVERYONE, *sorted({p for p in populations if p})]
     scores = [score_vcf(path, truth_samples, truth, populations) for path in imputed]
     mafs, source = _variant_maf(scores, maf_of)
-    accuracy, calibration = [], []
+    accuracy, calibration, quality = [], [], []
     for label, s, maf in zip(labels, scores, mafs):
         accuracy += accuracy_rows(label, s, maf, population_names)
         calibration += calibration_rows(label, s)
-    calibration_columns = ["tool", "field", "estimated_bin", "variants", "mean_estimated_r2", "mean_true_r2"]
-    return Evaluation(pd.DataFrame(accuracy), pd.DataFrame(calibration, columns=calibration_columns), source)
+        quality += quality_rows(label, s, maf)
+    return Evaluation(pd.DataFrame(accuracy), pd.DataFrame(calibration, columns=CALIBRATION_COLUMNS),
+                      pd.DataFrame(quality, columns=QUALITY_COLUMNS), source)
 
 
 def side_by_side(table: pd.DataFrame) -> pd.DataFrame:

@@ -57,6 +57,19 @@ def calibration_side_by_side(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(wide)
 
 
+def quality_side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """Per MAF bin (rows): each tool's quality estimate less the true r2
+    (mean, mean absolute) and its correlation with the true r2."""
+    wide = {}
+    for tool, rows in table.groupby("tool", sort=False):
+        rows = rows.set_index("maf_bin")
+        field = rows["field"].iloc[0]
+        wide[f"{tool} {field} - r2"] = rows["mean_error"]
+        wide[f"{tool} abs({field} - r2)"] = rows["mean_absolute_error"]
+        wide[f"{tool} correlation"] = rows["correlation"]
+    return pd.DataFrame(wide)
+
+
 def _sections(evaluation: Evaluation, timings: pd.DataFrame | None) -> list[str]:
     a = evaluation.accuracy
     out = [
@@ -72,6 +85,11 @@ def _sections(evaluation: Evaluation, timings: pd.DataFrame | None) -> list[str]
                    "Variants binned by the tool's own estimate (DR2 or R2); mean true per-variant r² in each bin.\n\n"
                    + markdown_table(calibration_side_by_side(evaluation.calibration), "estimated r²")
                    + f"\n\n![calibration]({CALIBRATION_PNG})")
+    if len(evaluation.quality):
+        out.append("## The quality score's error by MAF bin\n\n"
+                   "Each tool's estimate less the true per-variant r² (mean: below 0, a conservative score; and "
+                   "mean absolute), and their correlation, over the variants whose truth varies.\n\n"
+                   + markdown_table(quality_side_by_side(evaluation.quality), "MAF bin"))
     if timings is not None:
         out.append("## Wall time and peak memory\n\n" + markdown_table(timings.set_index("step"), "step"))
     return out
@@ -99,6 +117,7 @@ def write_report(
         "maf_source": evaluation.maf_source,
         "accuracy": evaluation.accuracy.to_dict(orient="records"),
         "calibration": evaluation.calibration.to_dict(orient="records"),
+        "quality": evaluation.quality.to_dict(orient="records"),
         "timings": timings.to_dict(orient="records") if timings is not None else None,
     }
     (out_dir / "report.json").write_text(to_json(document) + "\n")

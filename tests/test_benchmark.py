@@ -16,7 +16,7 @@ from genimpute import benchmark
 from genimpute.benchmark import ToolError, available_tools, mask_to_array, run_timed
 from genimpute.config import BENCHMARK_TOOLS
 from genimpute.errors import InputError
-from genimpute.evaluation import ALL, EVERYONE
+from genimpute.evaluation import ALL, BIN_LABELS, EVERYONE
 
 
 def _sites(path) -> list[tuple]:
@@ -270,6 +270,8 @@ def test_benchmark_command_end_to_end(tmp_path):
     assert all(overall[tool]["aggregate_r2"] > 0.9 for tool in BENCHMARK_TOOLS)
     assert {r["tool"]: r["field"] for r in document["calibration"]} == {
         "genimpute": "DR2", "beagle": "DR2", "minimac4": "R2"}
+    assert {(r["tool"], r["maf_bin"]) for r in document["quality"]} == {
+        (tool, label) for tool in BENCHMARK_TOOLS for label in [*BIN_LABELS, ALL]}
     md = (out / "report.md").read_text()
     assert md.startswith("# genimpute benchmark\n") and "## Wall time and peak memory" in md
     assert "- genimpute model: `the copying engine (impute --ref)`" in md

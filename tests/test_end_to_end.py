@@ -72,13 +72,18 @@ def test_evaluate_prints_r2_table(imputed, data):
     result = run(["evaluate", "--truth", str(data / "targets.truth.vcf.gz"), "--ref", str(data / "panel.vcf.gz"),
                   "--labels", "genimpute", str(imputed)])
     assert "all imputed" in result.output and "genimpute" in result.output
+    assert "The quality score less the true r2 by MAF bin" in result.output
     as_json = run(["evaluate", "--json", "--truth", str(data / "targets.truth.vcf.gz"), str(imputed)]).output
     import json
 
-    rows = json.loads(as_json)["accuracy"]
-    overall = [r for r in rows if r["maf_bin"] == "all imputed"][0]
+    document = json.loads(as_json)
+    overall = [r for r in document["accuracy"] if r["maf_bin"] == "all imputed"][0]
     assert overall["variants"] > 1000
     assert 0 < overall["aggregate_r2"] <= 1
+    quality = [r for r in document["quality"] if r["maf_bin"] == "all imputed"][0]
+    assert quality["field"] == "DR2" and 0 < quality["variants"] <= overall["variants"]
+    assert quality["mean_absolute_error"] >= abs(quality["mean_error"])
+    assert 0 < quality["correlation"] <= 1
 
 
 @pytest.mark.slow

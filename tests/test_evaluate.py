@@ -487,8 +487,29 @@ def test_calibration_pairs_estimate_with_true_r2(tmp_path, truth, field):
     assert math.isnan(cal.loc["[0.5, 0.6)", "mean_true_r2"])
 
 
+def test_quality_error_by_maf_bin(tmp_path, truth):
+    # V1 (MAF 0.125, bin [0.1, 0.2)): 0.05 against 25/33; V2 and V3 ([0.2, 0.5]): 0.95 against 1, 0.85 against 9/11
+    estimates, true = np.array([0.05, 0.95, 0.85]), np.array([25 / 33, 1.0, 9 / 11])
+    imputed = hand_imputed(tmp_path / "imputed.vcf", info={100: "DR2=0.05", 200: "DR2=0.95", 300: "DR2=0.85"})
+    quality = evaluate(truth, [imputed], labels=["tool"]).quality.set_index("maf_bin")
+    assert set(quality["field"]) == {"DR2"} and set(quality["tool"]) == {"tool"}
+    for label, chosen in [(B5, [0]), (B6, [1, 2]), (ALL, [0, 1, 2])]:
+        error = estimates[chosen] - true[chosen]
+        assert quality.loc[label, "variants"] == len(chosen)
+        assert quality.loc[label, "mean_estimated_r2"] == pytest.approx(estimates[chosen].mean())
+        assert quality.loc[label, "mean_true_r2"] == pytest.approx(true[chosen].mean())
+        assert quality.loc[label, "mean_error"] == pytest.approx(error.mean())
+        assert quality.loc[label, "mean_absolute_error"] == pytest.approx(np.abs(error).mean())
+    assert quality.loc[ALL, "mean_error"] < 0  # V1's estimate far below its r2
+    assert quality.loc[ALL, "correlation"] == pytest.approx(np.corrcoef(estimates, true)[0, 1])
+    assert quality.loc[B6, "correlation"] == pytest.approx(1.0)  # two variants, ranked alike
+    assert math.isnan(quality.loc[B5, "correlation"])  # one variant: undefined
+    assert quality.loc[B0, "variants"] == 0 and math.isnan(quality.loc[B0, "mean_error"])
+
+
 def test_no_calibration_without_a_quality_field(tmp_path, truth):
-    assert evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")]).calibration.empty
+    result = evaluate(truth, [hand_imputed(tmp_path / "imputed.vcf")])
+    assert result.calibration.empty and result.quality.empty
 
 
 def test_maf_bins_from_the_first_files_info_af(tmp_path, truth):

@@ -159,6 +159,12 @@ def test_report_json_is_strict_json_with_the_accuracy_rows(tmp_path, evaluation,
     assert {(r["tool"], r["field"]) for r in calibration} == {("alpha", "DR2"), ("beta", "R2")}
     assert sum(r["variants"] for r in calibration) == 6
     assert any(r["mean_true_r2"] is None for r in calibration)
+    # the estimate's error: a row per tool and (MAF bin, all imputed); one variant's correlation null
+    quality = {(r["tool"], r["maf_bin"]): r for r in document["quality"]}
+    assert len(quality) == 2 * (len(BIN_LABELS) + 1)
+    assert quality["alpha", ALL]["variants"] == quality["beta", ALL]["variants"] == 3
+    assert quality["beta", ALL]["mean_error"] == pytest.approx((0.35 + 0.95 + 0.75) / 3 - 1)
+    assert quality["alpha", "[0.1, 0.2)"]["correlation"] is None
 
 
 def test_report_md_side_by_side_table(tmp_path, evaluation):
@@ -218,6 +224,18 @@ def test_report_md_calibration_section(tmp_path, evaluation):
             assert "." not in cells[0] and "." not in cells[2], (label, cells)  # counts print as integers
 
 
+def test_report_md_quality_section(tmp_path, evaluation):
+    md = write_report(evaluation, tmp_path, {}).read_text()
+    rows = _table_rows(_section(md, "The quality score's error by MAF bin"))
+    assert rows["MAF bin"] == ["alpha DR2 - r2", "alpha abs(DR2 - r2)", "alpha correlation",
+                               "beta R2 - r2", "beta abs(R2 - r2)", "beta correlation"]
+    # beta: R2 0.35, 0.95, 0.75 where every true r2 is 1 (V1 in [0.1, 0.2), V2 and V3 in [0.2, 0.5])
+    assert rows["[0.1, 0.2)"][3:5] == [f"{-0.65:.4f}", f"{0.65:.4f}"]
+    assert rows["[0.2, 0.5]"][3:5] == [f"{-0.15:.4f}", f"{0.15:.4f}"]
+    assert rows["[0.2, 0.5]"][5] == "–"  # the true r2 do not vary: no correlation
+    assert rows[BIN_LABELS[0]] == ["–"] * 6
+
+
 def test_calibration_estimates_on_bin_edges(tmp_path, inputs):
     # Beagle writes DR2 with two decimals, so estimates of exactly 0.30, 0.70,
     # 0.90 are common; each belongs to the bin that starts there.
@@ -233,13 +251,14 @@ def test_calibration_estimates_on_bin_edges(tmp_path, inputs):
 def test_no_calibration_without_quality_fields(tmp_path, inputs):
     plain = hand_imputed(tmp_path / "plain.vcf")
     result = evaluate(inputs["truth"], [plain], labels=["plain"])
-    assert result.calibration.empty
+    assert result.calibration.empty and result.quality.empty
     md = write_report(result, tmp_path / "out", {}).read_text()
-    assert "Calibration" not in md
+    assert "Calibration" not in md and "quality score's error" not in md
     assert CALIBRATION_PNG not in md
     assert not (tmp_path / "out" / CALIBRATION_PNG).exists()
     assert _png_size(tmp_path / "out" / R2_PNG) == (700, 450)
-    assert _strict_json((tmp_path / "out" / "report.json").read_text())["calibration"] == []
+    document = _strict_json((tmp_path / "out" / "report.json").read_text())
+    assert document["calibration"] == document["quality"] == []
 
 
 def test_timings_table(tmp_path, evaluation):
