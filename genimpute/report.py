@@ -46,28 +46,29 @@ def markdown_table(frame: pd.DataFrame, index_name: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def calibration_side_by_side(table: pd.DataFrame) -> pd.DataFrame:
-    """Per estimate bin (rows): variants and mean true r2 of each tool."""
+def _tools_side_by_side(table: pd.DataFrame, index: str, columns: dict) -> pd.DataFrame:
+    """Per value of `index` (rows): each tool's `columns` ({name: column},
+    `{field}` in a name spelled as the tool's quality field), as '<tool> <name>'."""
     wide = {}
     for tool, rows in table.groupby("tool", sort=False):
-        rows = rows.set_index("estimated_bin")
+        rows = rows.set_index(index)
         field = rows["field"].iloc[0]
-        wide[f"{tool} {field} variants"] = rows["variants"]
-        wide[f"{tool} true r2"] = rows["mean_true_r2"]
+        for name, column in columns.items():
+            wide[f"{tool} {name.format(field=field)}"] = rows[column]
     return pd.DataFrame(wide)
+
+
+def calibration_side_by_side(table: pd.DataFrame) -> pd.DataFrame:
+    """Per estimate bin (rows): variants and mean true r2 of each tool."""
+    return _tools_side_by_side(table, "estimated_bin", {"{field} variants": "variants", "true r2": "mean_true_r2"})
 
 
 def quality_side_by_side(table: pd.DataFrame) -> pd.DataFrame:
     """Per MAF bin (rows): each tool's quality estimate less the true r2
     (mean, mean absolute) and its correlation with the true r2."""
-    wide = {}
-    for tool, rows in table.groupby("tool", sort=False):
-        rows = rows.set_index("maf_bin")
-        field = rows["field"].iloc[0]
-        wide[f"{tool} {field} - r2"] = rows["mean_error"]
-        wide[f"{tool} abs({field} - r2)"] = rows["mean_absolute_error"]
-        wide[f"{tool} correlation"] = rows["correlation"]
-    return pd.DataFrame(wide)
+    return _tools_side_by_side(table, "maf_bin", {"{field} - r2": "mean_error",
+                                                  "abs({field} - r2)": "mean_absolute_error",
+                                                  "correlation": "correlation"})
 
 
 def _sections(evaluation: Evaluation, timings: pd.DataFrame | None) -> list[str]:
