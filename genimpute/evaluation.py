@@ -331,7 +331,7 @@ def accuracy_rows(tool: str, scores: ToolScores, maf: np.ndarray, population_nam
     return rows
 
 
-def _estimated_and_true(scores: ToolScores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def estimated_and_true(scores: ToolScores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(estimated r2, true r2, which variants) of the variants with an
     estimate whose truth varies (true r2 defined), every sample."""
     true_r2 = r2_from_sums(scores.sums[:, 0])
@@ -344,7 +344,7 @@ def calibration_rows(tool: str, scores: ToolScores) -> list[dict]:
     over variants whose truth varies (true r2 defined)."""
     if scores.quality_field is None:
         return []
-    est, true, usable = _estimated_and_true(scores)
+    est, true, usable = estimated_and_true(scores)
     if not usable.any():
         return []
     bins = r2_bin(est)
@@ -368,7 +368,7 @@ def quality_rows(tool: str, scores: ToolScores, maf: np.ndarray) -> list[dict]:
     drops good ones, too high keeps bad ones."""
     if scores.quality_field is None:
         return []
-    est, true, usable = _estimated_and_true(scores)
+    est, true, usable = estimated_and_true(scores)
     bins = maf_bin(maf[usable])
     rows = []
     for b, label in enumerate([*BIN_LABELS, ALL]):
