@@ -158,7 +158,7 @@ def _fill_pbwt(packed, reverse, every, order_low, order_high, allele_words, word
 
 
 @nb.njit(cache=True)
-def _ones(word):
+def count_ones(word):
     """The 1 bits of a uint64 (a SWAR count, which LLVM compiles to one popcount)."""
     word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
     word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -172,7 +172,7 @@ def _zeros_before(allele_words, word_zeros, j, i):
     <= H) of the order before it, of a pbwt_index."""
     w, k = i >> 6, i & 63
     below = allele_words[j, w] & ((np.uint64(1) << np.uint64(k)) - np.uint64(1))
-    return np.int64(word_zeros[j, w]) + k - _ones(below)
+    return np.int64(word_zeros[j, w]) + k - count_ones(below)
 
 
 @nb.njit(cache=True)

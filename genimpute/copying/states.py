@@ -16,7 +16,7 @@ def _packed_by_haplotype(packed: np.ndarray, n_haplotypes: int) -> np.ndarray:
     """The alleles of packed (t, ceil(H / 8)) records (as pbwt_index reads
     them) as (H, ceil(t / 64)) uint64, site j bit j % 64 of word j // 64:
     the table the states' alleles are gathered from (_state_alleles)."""
-    return bits_by_haplotype(iter([packed]), n_haplotypes, len(packed), np.zeros(len(packed), dtype=bool))
+    return bits_by_haplotype([packed], n_haplotypes, len(packed), np.zeros(len(packed), dtype=bool))
 
 
 def bits_by_haplotype(blocks, n_haplotypes: int, n_rows: int, inverted: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.copying.hmm import FAST
-from genimpute.copying.pbwt import _ones
+from genimpute.copying.pbwt import count_ones
 from genimpute.copying.states import as_words, bits_by_haplotype
 from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS, parts_in_blocks
 
@@ -272,7 +272,7 @@ def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, we
         if 64 * w + 64 > c_stop:
             word &= (np.uint64(1) << np.uint64(c_stop - 64 * w)) - np.uint64(1)
         while word:
-            r = common[64 * w + _ones((word & (~word + np.uint64(1))) - np.uint64(1))]  # the lowest set bit's
+            r = common[64 * w + count_ones((word & (~word + np.uint64(1))) - np.uint64(1))]  # the lowest set bit's
             if sides:
                 _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, end, last)
             else:
