@@ -1,20 +1,23 @@
 """Held-out panel samples phased at the array's sites against the rest of
 the panel, as `impute` phases unphased targets (genimpute.phasing), with
-Beagle's phasing iterations asked for: each count's switch errors against
-the samples' true phase, and its wall time.
+the Beagle settings asked for: each setting's switch errors against the
+samples' true phase, and its wall time.
 
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
-        [--reference-samples N ...] [--shapeit4] [--write-phased DIR] [--seed 1]
+        [--beagle phase-states=140 ...] [--reference-samples N ...] [--shapeit4] [--write-phased DIR] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
 genotypes at the array's sites). The held-out genotypes lose their phase
 (each heterozygous call's alleles in a seeded random order) before they are
 phased. --reference-samples N also phases them against N of the
-reference's samples (a seeded draw), at each iteration count; --shapeit4
-with shapeit4 too (one thread, as `impute --phaser shapeit4` runs it).
---write-phased DIR writes each phasing of the whole reference as
-DIR/beagle.iterationsN.vcf.gz (and DIR/shapeit4.vcf.gz), gt.vcf.gz's
+reference's samples (a seeded draw), with each setting; --iterations N
+is Beagle's `iterations=N`, --beagle any other of its arguments (several
+comma-separated); without either, iterations 12 (Beagle's default) and 4.
+--shapeit4 phases with shapeit4 too (one thread, as `impute --phaser
+shapeit4` runs it). --write-phased DIR writes each phasing of the whole
+reference as DIR/beagle.SETTING.vcf.gz (SETTING the arguments without
+`=`, as iterations4; and DIR/shapeit4.vcf.gz), gt.vcf.gz's
 records with the phaser's genotypes, for `genimpute impute` and
 paired_errors.py to score downstream. No target of the scale series is
 used, so settings may be chosen here.
@@ -74,15 +77,15 @@ def write_phased(source: str, phased: np.ndarray, path: Path) -> None:
     pysam.tabix_index(str(path), preset="vcf", force=True)
 
 
-def phased_with(iterations: int, *args, **kwargs) -> tuple[np.ndarray, float]:
-    """(phase_haplotypes(*args, **kwargs) with Beagle given `iterations=`, wall seconds)."""
+def phased_with(settings: list, *args, **kwargs) -> tuple[np.ndarray, float]:
+    """(phase_haplotypes(*args, **kwargs) with Beagle given the extra arguments `settings`, wall seconds)."""
     command = phasing._command
 
-    def with_iterations(*a, **k):
+    def with_settings(*a, **k):
         cmd, out = command(*a, **k)
-        return cmd + [f"iterations={iterations}"], out
+        return cmd + settings, out
 
-    phasing._command = with_iterations
+    phasing._command = with_settings
     try:
         started = time.monotonic()
         return phasing.phase_haplotypes(*args, **kwargs), time.monotonic() - started
@@ -94,8 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("heldout_dir")
     parser.add_argument("map")
-    parser.add_argument("--iterations", type=int, action="append", help="Beagle's phasing iterations "
-                        "(default: 12, Beagle's own default, and 4)")
+    parser.add_argument("--iterations", type=int, action="append", default=[], help="Beagle's phasing iterations")
+    parser.add_argument("--beagle", action="append", default=[],
+                        help="other Beagle arguments, comma-separated (phase-states=140)")
     parser.add_argument("--reference-samples", type=int, action="append", default=[],
                         help="also phase against this many of the reference's samples")
     parser.add_argument("--shapeit4", action="store_true", help="also phase with shapeit4")
@@ -113,18 +117,19 @@ def main() -> None:
     query = unphased(truth, args.seed)
     print(f"{len(samples)} held-out samples, {len(ref_samples)} reference samples, {len(keys)} records")
     contig = VCF(f"{args.heldout_dir}/gt.vcf.gz").seqnames[0]
+    settings = [[f"iterations={n}"] for n in args.iterations] + [text.split(",") for text in args.beagle]
     for n_reference in [len(ref_samples), *args.reference_samples]:
         drawn = np.sort(np.random.default_rng(args.seed).choice(len(ref_samples), n_reference, replace=False))
         columns = np.stack([2 * drawn, 2 * drawn + 1], axis=1).reshape(-1)
-        for iterations in args.iterations or [12, 4]:
-            phased, seconds = phased_with(iterations, "beagle", query, ref_haps[:, columns].astype(np.uint8), contig,
+        for setting in settings or [["iterations=12"], ["iterations=4"]]:
+            phased, seconds = phased_with(setting, "beagle", query, ref_haps[:, columns].astype(np.uint8), contig,
                                           np.array(positions), refs, alts, samples,
                                           [ref_samples[i] for i in drawn], genetic_map=args.map)
             switches, opportunities = phasing.switch_errors(phased, truth)
             if args.write_phased and n_reference == len(ref_samples):
                 write_phased(f"{args.heldout_dir}/gt.vcf.gz", phased,
-                             args.write_phased / f"beagle.iterations{iterations}.vcf.gz")
-            print(f"beagle iterations={iterations}, {n_reference} reference samples: switch errors {switches} of "
+                             args.write_phased / f"beagle.{'_'.join(setting).replace('=', '')}.vcf.gz")
+            print(f"beagle {' '.join(setting)}, {n_reference} reference samples: switch errors {switches} of "
                   f"{opportunities} ({100 * switches / max(1, opportunities):.3f}%), {seconds:.1f} s")
     if args.shapeit4:
         started = time.monotonic()
