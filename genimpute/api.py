@@ -132,7 +132,8 @@ def evaluate(truth: str | Path, imputed: str | Path | list, *, labels: list | No
              ref: str | Path | None = None, samples: str | Path | None = None):
     """Score imputed VCFs (genimpute's, Beagle's, Minimac4's) against the
     `truth` VCF: r2 by MAF bin (of `ref`'s panel if given), concordance,
-    quality-score calibration, and by population with a `samples` table
+    the quality score's calibration and its error by MAF bin, and by
+    population with a `samples` table
     (columns sample, population). Returns a genimpute.evaluation.Evaluation."""
     from genimpute.evaluation import evaluate as run_evaluation
 
