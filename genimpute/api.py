@@ -133,8 +133,8 @@ def evaluate(truth: str | Path, imputed: str | Path | list, *, labels: list | No
     """Score imputed VCFs (genimpute's, Beagle's, Minimac4's) against the
     `truth` VCF: r2 by MAF bin (of `ref`'s panel if given), concordance,
     the quality score's calibration and its error by MAF bin, and by
-    population with a `samples` table
-    (columns sample, population). Returns a genimpute.evaluation.Evaluation."""
+    population with a `samples` table (columns sample, population).
+    Returns a genimpute.evaluation.Evaluation."""
     from genimpute.evaluation import evaluate as run_evaluation
 
     return run_evaluation(truth, [imputed] if isinstance(imputed, (str, Path)) else list(imputed), labels, ref, samples)
