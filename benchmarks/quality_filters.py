@@ -27,6 +27,7 @@ def scored(path: str, truth_samples: list, truth: dict) -> tuple[np.ndarray, np.
 
 
 def filter_line(label: str, estimate: np.ndarray, true: np.ndarray, threshold: float) -> str:
+    """What keeping the variants whose estimate reaches threshold keeps, in one line."""
     kept, good = estimate >= threshold, true >= threshold
     return (f"{label:12s} >= {threshold:g}: keeps {kept.sum():6d} of {len(kept)} (mean true r2 "
             f"{true[kept].mean():.4f}, {np.sum(kept & ~good)} below {threshold:g}); "
