@@ -10,7 +10,7 @@ from tools import run_tool
 
 
 from genimpute.errors import InputError
-from genimpute.io.vcf_writer import DosageSums, FormatFields, VcfWriter, genotype_columns
+from genimpute.io.vcf_writer import DR2_CERTAIN, DosageSums, FormatFields, VcfWriter, genotype_columns
 
 # ---------------------------------------------------------------------------
 # genotype_columns
@@ -202,6 +202,21 @@ def test_dosage_r2_hand_value():
     assert r2 == pytest.approx([0.5, 0.0, 0.5, 0.375])
 
 
+def test_dosage_r2_counts_near_certain_probabilities_as_certain_and_af_does_not():
+    # one carrier at .995 and 199 others at .005: AF = (.995 + .995) / 200 = .00995; DR2 from 1, 0 x 199:
+    # AF' = .005, var = .005 - .005^2, DR2 = 1. Counted as they are, the spread .005s sink it to about .5
+    p = np.full((2, 200), 0.005)
+    p[:, 0] = 0.995
+    p[1, 1:] = 0.03  # beyond DR2_CERTAIN: kept as it is
+    af, r2 = dosage_r2(p)
+    assert af[0] == pytest.approx((0.995 + 199 * 0.005) / 200)
+    assert r2[0] == pytest.approx(1.0)
+    x = np.r_[1.0, np.full(199, 0.03)]
+    assert r2[1] == pytest.approx(x.var() / (x.mean() * (1 - x.mean())))
+    raw = p[0]
+    assert raw.var() / (raw.mean() * (1 - raw.mean())) < 0.6
+
+
 def test_dosage_r2_monomorphic_is_zero():
     p = np.array([[0.0] * 6, [1.0] * 6, [1e-15] * 6])
     af, r2 = dosage_r2(p)
@@ -223,9 +238,10 @@ def test_dosage_r2_matches_definition_and_is_clipped():
     af, r2 = dosage_r2(p)
     for v in range(p.shape[0]):
         row = p[v]
+        assert af[v] == pytest.approx(sum(row) / len(row))
+        row = [0.0 if x < DR2_CERTAIN else 1.0 if x > 1 - DR2_CERTAIN else x for x in row]
         mean = sum(row) / len(row)
         var = sum((x - mean) ** 2 for x in row) / len(row)
-        assert af[v] == pytest.approx(mean)
         assert r2[v] == pytest.approx(min(1.0, max(0.0, var / (mean * (1 - mean)))))
     assert ((r2 >= 0) & (r2 <= 1)).all()
 
@@ -413,14 +429,15 @@ def test_dosage_sums_of_batches_add_up_to_those_of_the_whole_exactly():
     whole = DosageSums.of(p, present)
     parts = [DosageSums.of(p[:, cut], present[:, cut]) for cut in (slice(0, 7), slice(7, 31), slice(31, 60))]
     total = parts[2] + parts[0] + parts[1]  # in any order
-    for field in ("alt", "alt_squared", "haplotypes"):
+    for field in ("alt", "alt_squared", "haplotypes", "certain_alt", "certain_alt_squared"):
         assert np.array_equal(getattr(total, field), getattr(whole, field))
     assert np.array_equal(total.r2(), whole.r2())
     af, r2 = dosage_r2(p.astype(np.float64), present)
     for v in range(len(p)):  # against the definition over the present haplotypes
         x = p[v, present[v]].astype(np.float64)
         assert af[v] == pytest.approx(x.mean(), abs=1e-9)
-        assert r2[v] == pytest.approx(min(1.0, x.var() / (x.mean() * (1 - x.mean()))), abs=1e-7)
+        c = np.where(x < DR2_CERTAIN, 0.0, np.where(x > 1 - DR2_CERTAIN, 1.0, x))
+        assert r2[v] == pytest.approx(min(1.0, c.var() / (c.mean() * (1 - c.mean()))), abs=1e-7)
 
 
 def test_spooled_batches_join_into_the_columns_of_the_whole(tmp_path):
