@@ -319,7 +319,7 @@ _FIXED_ONE = 2.0 ** 40  # probabilities are summed as integer multiples of 2^-40
 # allele; they barely move the dosages' r2 but sink its estimate, which
 # divides by AF (1 - AF). On held-out samples (the dev panel at both arrays,
 # simulated panels of 1,000-16,000 samples over three seeds) 0.02 brought
-# DR2's mean absolute difference from the true r2 4-12% closer and raised
+# DR2's mean absolute difference from the true r2 4-13% closer and raised
 # or kept its correlation with it (BENCHMARKS.md, stop 64).
 DR2_CERTAIN = 0.02
 
