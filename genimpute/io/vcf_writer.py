@@ -341,12 +341,13 @@ def _dosage_sums(p, present):
                 alt[v] += np.int64(np.rint(x * _FIXED_ONE))
                 alt_squared[v] += np.int64(np.rint(x * x * _FIXED_ONE))
                 count[v] += 1
-                if x < DR2_CERTAIN:
-                    x = 0.0
-                elif x > 1.0 - DR2_CERTAIN:
-                    x = 1.0
-                certain_alt[v] += np.int64(np.rint(x * _FIXED_ONE))
-                certain_alt_squared[v] += np.int64(np.rint(x * x * _FIXED_ONE))
+                # x counted as 0 or 1 near them, in arithmetic rather than branches: with an if/elif the loop
+                # was no longer vectorised and took 7 times as long (2,000 records x 10,004 haplotypes:
+                # 0.061 s against 0.009 without DR2_CERTAIN; 0.023 s so)
+                c = x * (x >= DR2_CERTAIN)
+                c += (1.0 - c) * (x > 1.0 - DR2_CERTAIN)
+                certain_alt[v] += np.int64(np.rint(c * _FIXED_ONE))
+                certain_alt_squared[v] += np.int64(np.rint(c * c * _FIXED_ONE))
     return alt, alt_squared, count, certain_alt, certain_alt_squared
 
 
