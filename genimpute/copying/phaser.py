@@ -1,0 +1,394 @@
+"""genimpute's own phaser (`impute --phaser genimpute`): unphased targets
+phased at the typed sites against the panel with the copying engine's
+pieces. Each target's two haplotypes copy from one set of composite states
+(genimpute.copying.states), chosen from the PBWT neighbours of both, and
+each heterozygous call after the first takes the most likely of: the
+phase as it is; the two haplotypes exchanged from the call on; the alleles
+of the call and of up to MAX_BLOCK - 1 calls after it exchanged, the rest
+kept. A likelihood is each haplotype's Li and Stephens likelihood over the
+states (the engine's switch rate), their product the pair's.
+
+The first phase orders each heterozygous call against the one before by
+the panel's haplotypes: cis if more of them carry the two calls' alleles
+both alt or both ref than one of each. Then rounds over every target
+(PhasingSettings), each choosing the states again from the phase the last
+one left, every other one with the sites right to left. The first rounds
+draw each change in proportion to its likelihood, from a seeded hash of
+the round, target and site: taking the most likely, a target stayed where
+only two changes together would have helped. The last rounds copy from
+the other targets' haplotypes too.
+
+In a round the changes are decided right to left, in the backward sweep:
+its values carry the changes to the right, the forward sweep's the phase
+to the left, which no change in the round moves, so that each change
+makes the pair's likelihood no lower. The exchanged blocks' backward
+values are swept beside the pair's, each rescaled by its own factors,
+whose logs less the pair's are kept to compare them."""
+
+from __future__ import annotations
+
+import time
+
+import numba as nb
+import numpy as np
+
+from genimpute.config import CopyingSettings, PhasingSettings
+from genimpute.copying.hmm import FAST, _emission, _forward, switch_probabilities
+from genimpute.copying.model import selection_group
+from genimpute.copying.pbwt import _sightings, count_ones, pbwt_indexes
+from genimpute.copying.states import _composite_states, _packed_by_haplotype, _state_alleles, as_words
+
+JOIN_ROWS = 1024  # rows of the panel unpacked at a time to join columns (_joined)
+
+
+@nb.njit(cache=True)
+def _haplotypes(genotypes, orientation):
+    """(t, 2) int8 alleles of one target: homozygous calls on both, a
+    heterozygous call's alt on the first where orientation is 1, -1 where
+    missing."""
+    t = len(genotypes)
+    out = np.full((t, 2), -1, dtype=np.int8)
+    for j in range(t):
+        g = genotypes[j]
+        if g == 0 or g == 2:
+            out[j, 0] = out[j, 1] = g // 2
+        elif g == 1:
+            out[j, 0], out[j, 1] = orientation[j], 1 - orientation[j]
+    return out
+
+
+@nb.njit(cache=True)
+def _linkage_orientation(genotypes, words, n_haplotypes):
+    """(t,) int8 first orientation of one target's heterozygous calls: the
+    first 1, each next one as the panel's haplotypes more often carry it
+    with the one before (words (t, W) uint64, the panel's alleles at each
+    typed site)."""
+    t = len(genotypes)
+    out = np.zeros(t, dtype=np.int8)
+    last = -1
+    for j in range(t):
+        if genotypes[j] != 1:
+            continue
+        if last < 0:
+            out[j] = 1
+        else:
+            both, a, b = 0, 0, 0
+            for w in range(words.shape[1]):
+                both += count_ones(words[last, w] & words[j, w])
+                a += count_ones(words[last, w])
+                b += count_ones(words[j, w])
+            cis = n_haplotypes - a - b + 2 * both
+            trans = a + b - 2 * both
+            out[j] = out[last] if cis >= trans else 1 - out[last]
+        last = j
+    return out
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _junction(forward_row, beyond, alleles, allele, error, stay, jump):
+    """The likelihood, up to a factor of each, of a haplotype whose left
+    part ends in forward_row at site j - 1 copying on into site j, where it
+    shows `allele` (the states' `alleles`), and on to the right part whose
+    backward values at j, before j's emission, are `beyond`."""
+    match, mismatch = _emission(allele, error)
+    inner, f_total, b_total = np.float32(0.0), np.float32(0.0), np.float32(0.0)
+    for s in range(len(beyond)):
+        b = beyond[s] * (match if alleles[s] == allele else mismatch)
+        inner += forward_row[s] * b
+        f_total += forward_row[s]
+        b_total += b
+    return stay * inner + jump * f_total * b_total
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _step_back(beyond, alleles, call, error, stay, jump):
+    """beyond (backward values at site j before its emission) taken
+    through j's emission of `call` and the switch to site j - 1, rescaled:
+    the log of the factor it was divided by."""
+    match, mismatch = _emission(call, error)
+    total = np.float32(0.0)
+    for s in range(len(beyond)):
+        beyond[s] *= match if alleles[s] == call else mismatch
+        total += beyond[s]
+    scale = np.float32(1.0) / total
+    for s in range(len(beyond)):
+        beyond[s] = stay * beyond[s] * scale + jump
+    return np.log(total)
+
+
+# the most heterozygous calls in a row whose alleles one change exchanges, leaving those on either side
+MAX_BLOCK = 4
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _change(first_row, second_row, beyond, blocks, offset, valid, alleles, a, b, error, stay, jump, draw):
+    """At a heterozygous call whose haplotypes show a and b: -1 to keep the
+    phase, 0 to exchange the haplotypes from the call on, n > 0 to
+    exchange the alleles of n calls from it on: the most likely if draw <
+    0, else drawn in proportion to their likelihoods with draw, uniform in
+    [0, 1) (first_row, second_row: each haplotype's forward values at the
+    site before)."""
+    logs = np.full(MAX_BLOCK + 2, -np.inf)  # keep, exchange on, blocks of 1 .. MAX_BLOCK
+    logs[0] = np.log(_junction(first_row, beyond[0], alleles, a, error, stay, jump)) + \
+        np.log(_junction(second_row, beyond[1], alleles, b, error, stay, jump))
+    logs[1] = np.log(_junction(first_row, beyond[1], alleles, b, error, stay, jump)) + \
+        np.log(_junction(second_row, beyond[0], alleles, a, error, stay, jump))
+    for p in range(MAX_BLOCK):
+        if p > 0 and not valid[p]:
+            continue
+        rows = beyond if p == 0 else blocks[p]
+        logs[p + 2] = np.log(_junction(first_row, rows[0], alleles, b, error, stay, jump)) + \
+            np.log(_junction(second_row, rows[1], alleles, a, error, stay, jump))
+        if p > 0:
+            logs[p + 2] += offset[p, 0] + offset[p, 1]
+    if draw < 0:
+        return np.argmax(logs) - 1
+    weights = np.exp(logs - logs.max())
+    cumulative = np.cumsum(weights)
+    return np.searchsorted(cumulative, draw * cumulative[-1], side="right") - 1
+
+
+@nb.njit(cache=True)
+def _uniform(seed, a, b):
+    """A uniform draw in [0, 1) from three integers (splitmix64's
+    finaliser): the same for the same three on any thread."""
+    x = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(a) * np.uint64(0xBF58476D1CE4E5B9) + \
+        np.uint64(b) * np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return (x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error, seed):
+    """Change orientation (in place) at the heterozygous calls after the
+    first, right to left, each to the most likely of (seed >= 0: drawn in
+    proportion to their likelihoods from) as it is; the two haplotypes
+    exchanged from the call on; the alleles of the call and the next
+    0 .. MAX_BLOCK - 1 heterozygous calls exchanged. The changes made."""
+    t, k = state_alleles.shape
+    first = _forward(state_alleles, haplotypes[:, 0].copy(), jump_rate, error, 0, t)
+    second = _forward(state_alleles, haplotypes[:, 1].copy(), jump_rate, error, 0, t)
+    beyond = np.ones((2, k), dtype=np.float32)
+    # blocks[p]: the backward values with the p calls passed since it began (and the call it is read at)
+    # exchanged, the rest as `beyond`; blocks[0] would be `beyond` itself. Each is rescaled as it goes, by other
+    # factors than `beyond`: their logs less those of `beyond`'s are kept in `offset`
+    blocks = np.empty((MAX_BLOCK, 2, k), dtype=np.float32)
+    offset = np.zeros((MAX_BLOCK, 2))
+    valid = np.zeros(MAX_BLOCK, dtype=np.bool_)
+    exchange_on = np.zeros(t, dtype=np.bool_)
+    block_at = np.zeros(t, dtype=np.int64)  # calls exchanged from here
+    earlier_het = np.zeros(t, dtype=np.bool_)
+    seen = False
+    for j in range(t):
+        earlier_het[j] = seen
+        seen = seen or genotypes[j] == 1
+    for j in range(t - 1, 0, -1):
+        a, b = haplotypes[j, 0], haplotypes[j, 1]
+        stay, jump = np.float32(1.0 - jump_rate[j - 1]), np.float32(jump_rate[j - 1] / k)
+        alleles = state_alleles[j]
+        het = genotypes[j] == 1
+        if het and earlier_het[j]:
+            draw = _uniform(seed, j, 0) if seed >= 0 else -1.0
+            choice = _change(first[j - 1], second[j - 1], beyond, blocks, offset, valid, alleles, a, b, error, stay,
+                             jump, draw)
+            if choice == 0:
+                exchange_on[j] = True
+                _swap_rows(beyond)
+                for p in range(MAX_BLOCK):
+                    _swap_rows(blocks[p])
+                    offset[p, 0], offset[p, 1] = offset[p, 1], offset[p, 0]
+                a, b = b, a
+            elif choice > 0:
+                block_at[j] = choice
+                if choice > 1:
+                    beyond[:] = blocks[choice - 1]
+                valid[:] = False
+                a, b = b, a
+        if het and MAX_BLOCK > 1:  # each block passes the call with its alleles exchanged; a new one begins at it
+            for p in range(MAX_BLOCK - 1, 1, -1):
+                blocks[p] = blocks[p - 1]
+                offset[p] = offset[p - 1]
+                valid[p] = valid[p - 1]
+            blocks[1] = beyond
+            offset[1] = 0.0
+            valid[1] = True
+        first_call, second_call = (b, a) if het else (a, b)  # the blocks' alleles here
+        main_first = _step_back(beyond[0], alleles, a, error, stay, jump)
+        main_second = _step_back(beyond[1], alleles, b, error, stay, jump)
+        for p in range(1, MAX_BLOCK):
+            if valid[p]:
+                offset[p, 0] += _step_back(blocks[p, 0], alleles, first_call, error, stay, jump) - main_first
+                offset[p, 1] += _step_back(blocks[p, 1], alleles, second_call, error, stay, jump) - main_second
+    # each change is relative to the phase the changes to its right left, so they add up: exchanges from a call on
+    # and exchanged blocks alike
+    hets = np.nonzero(genotypes == 1)[0]
+    toggled = np.zeros(len(hets) + 1, dtype=np.int64)  # differences: toggled[i] flips calls hets[i:]
+    for i in range(len(hets)):
+        j = hets[i]
+        if exchange_on[j]:
+            toggled[i] += 1
+        if block_at[j]:
+            toggled[i] += 1
+            toggled[min(len(hets), i + block_at[j])] += 1
+    parity = 0
+    for i in range(len(hets)):
+        parity += toggled[i]
+        if parity % 2:
+            orientation[hets[i]] = 1 - orientation[hets[i]]
+    return exchange_on.sum() + (block_at > 0).sum()
+
+
+@nb.njit(cache=True, inline="always")
+def _swap_rows(pair):
+    """Exchange the two rows of pair (2, K) in place."""
+    for s in range(pair.shape[1]):
+        pair[0, s], pair[1, s] = pair[1, s], pair[0, s]
+
+
+@nb.njit(cache=True, parallel=True)
+def _phase_round(genotypes, orientation, forward_index, backward_index, haplotype_words, jump_rate, error,
+                 neighbours, max_states, every, size, reverse, own_sample, seed):
+    """One round over every target (genotypes (t, T) int8, orientation (t,
+    T) int8, changed in place), target q copying no haplotype of sample
+    own_sample[q] (-1: none), its sites in reverse order if `reverse`,
+    drawing its changes if seed >= 0 (seed + q a target's); the changes
+    made per target."""
+    t, n_targets = genotypes.shape
+    n_haplotypes = haplotype_words.shape[0]
+    changes = np.zeros(n_targets, dtype=np.int64)
+    for group in nb.prange((n_targets + size - 1) // size):
+        start, stop = group * size, min(n_targets, (group + 1) * size)
+        queries = np.empty((t, 2 * (stop - start)), dtype=np.int8)
+        for q in range(start, stop):
+            pair = _haplotypes(genotypes[:, q], orientation[:, q])
+            queries[:, 2 * (q - start)] = pair[:, 0]
+            queries[:, 2 * (q - start) + 1] = pair[:, 1]
+        columns = np.arange(queries.shape[1])
+        excluded = np.empty(len(columns), dtype=np.int64)
+        for q in range(start, stop):
+            excluded[2 * (q - start)] = excluded[2 * (q - start) + 1] = own_sample[q]
+        sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, every, excluded)
+        slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
+        capacity = 2 * sightings[0].size + max_states
+        segment_buffer, heap = np.empty((4, capacity), dtype=np.int64), np.empty(capacity, dtype=np.int64)
+        for q in range(start, stop):
+            g = 2 * (q - start)
+            both = np.concatenate((sightings[g], sightings[g + 1]), axis=1)
+            segments, n_states = _composite_states(both, every, t, max_states, slot_of, segment_buffer, heap)
+            state_alleles = _state_alleles(haplotype_words, segments, n_states, t)
+            if reverse:
+                column = orientation[::-1, q].copy()
+                changes[q] = _rephase(state_alleles[::-1].copy(), queries[::-1, g:g + 2].copy(),
+                                      genotypes[::-1, q].copy(), column, jump_rate[::-1].copy(), error,
+                                      -1 if seed < 0 else seed + q)
+                orientation[:, q] = column[::-1]
+            else:
+                column = orientation[:, q].copy()
+                changes[q] = _rephase(state_alleles, queries[:, g:g + 2].copy(), genotypes[:, q].copy(), column,
+                                      jump_rate, error, -1 if seed < 0 else seed + q)
+                orientation[:, q] = column
+    return changes
+
+
+def phase_targets(haps: np.ndarray, packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None,
+                  centimorgans: np.ndarray, copying: CopyingSettings, settings: PhasingSettings = PhasingSettings(),
+                  progress=None) -> np.ndarray:
+    """(T, 2S) int8 target alleles at T typed sites of one contig, each
+    sample's heterozygous calls phased against the panel; every other cell
+    (homozygous, missing, half-missing, haploid) as given.
+
+    haps: (T, 2S) int8, haplotype h of sample s at column 2 s + h: 0/1,
+    negative where missing or absent; the order of a heterozygous call's
+    alleles is ignored. packed: (T, ceil(H / 8)) uint8 the panel's
+    haplotypes at those sites (np.packbits' order), H = n_haplotypes, of
+    which the columns `kept` ((H,) bool; None: all) are the reference.
+    centimorgans: (T,) the sites' map positions. copying: the copying
+    engine's settings, whose switch rate, neighbours and states the phaser
+    takes for the panel's size. progress: called with a line per round."""
+    haps = np.asarray(haps)
+    first, second = haps[:, 0::2], haps[:, 1::2]
+    genotypes = np.where((first >= 0) & (second >= 0), first + second, -1).astype(np.int8)
+    if len(haps) < 2 or not ((genotypes == 1).sum(axis=0) >= 2).any():
+        return haps.astype(np.int8, copy=True)
+    reference, n_reference = _kept_columns(packed, n_haplotypes, kept)
+    cm = np.maximum.accumulate(np.asarray(centimorgans, dtype=np.float64))
+    site_cm = (cm[-1] - cm[0]) / (len(cm) - 1)
+    neighbours, max_states = copying.passes(n_reference)[0]
+    orientation = _orientation(genotypes, reference, n_reference, np.diff(cm), copying.switch_cm(n_reference, site_cm),
+                               neighbours, max_states, copying.sight_every, settings, progress)
+    het = genotypes == 1
+    out = haps.astype(np.int8, copy=True)
+    out[:, 0::2] = np.where(het, orientation, first)
+    out[:, 1::2] = np.where(het, 1 - orientation, second)
+    return out
+
+
+def _kept_columns(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """(packed rows of the `kept` haplotypes only, their number)."""
+    if kept is None or kept.all():
+        return np.ascontiguousarray(packed), n_haplotypes
+    return _joined(packed, n_haplotypes, kept, None), int(kept.sum())
+
+
+def _joined(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None, extra: np.ndarray | None) -> np.ndarray:
+    """Packed rows of packed's `kept` haplotypes (None: all), then extra's
+    (T, E) 0/1 columns, unpacked a block of rows at a time: whole, a
+    100,000-sample panel's alleles over an Omni2.5-like array's chr20 sites
+    would take 10.6 GB."""
+    blocks = []
+    for start in range(0, len(packed), JOIN_ROWS):
+        alleles = np.unpackbits(packed[start:start + JOIN_ROWS], axis=1, count=n_haplotypes)
+        if kept is not None:
+            alleles = alleles[:, kept]
+        if extra is not None:
+            alleles = np.concatenate((alleles, extra[start:start + JOIN_ROWS]), axis=1)
+        blocks.append(np.packbits(alleles, axis=1))
+    return np.concatenate(blocks)
+
+
+def _orientation(genotypes: np.ndarray, reference: np.ndarray, n_reference: int, jump_cm: np.ndarray,
+                 switch_cm: float, neighbours: int, max_states: int, every: int, settings: PhasingSettings,
+                 progress) -> np.ndarray:
+    """(t, T) int8 orientation of T targets' calls (genotypes (t, T) int8
+    alt counts, -1 missing; 1 at a heterozygous call: its alt on the first
+    haplotype) against the packed reference (t, ceil(n_reference / 8));
+    jump_cm (t - 1,) the cM between neighbouring sites."""
+    genotypes = np.ascontiguousarray(genotypes, dtype=np.int8)
+    t, n_targets = genotypes.shape
+    words = as_words(reference)[1]
+    orientation = np.empty_like(genotypes)
+    for q in range(n_targets):
+        orientation[:, q] = _linkage_orientation(genotypes[:, q], words, n_reference)
+    jump_rate = switch_probabilities(np.asarray(jump_cm, dtype=np.float64), switch_cm)
+    size = max(1, selection_group(2 * n_targets, t, neighbours, nb.get_num_threads()) // 2)
+    for r in range(settings.rounds):
+        started = time.monotonic()
+        with_cohort = r >= settings.rounds - settings.cohort_rounds
+        if with_cohort or r == 0:
+            # the cohort's missing calls read as ref alleles to the other targets
+            packed = _joined(reference, n_reference, None, np.maximum(_all_haplotypes(genotypes, orientation), 0)
+                             .astype(np.uint8)) if with_cohort else reference
+            total = n_reference + (2 * n_targets if with_cohort else 0)
+            forward_index, backward_index = pbwt_indexes(packed, total, every)
+            haplotype_words = _packed_by_haplotype(packed, total)
+        own = n_reference // 2 + np.arange(n_targets, dtype=np.int64) if with_cohort \
+            else np.full(n_targets, -1, dtype=np.int64)
+        seed = (settings.seed * settings.rounds + r) * n_targets if r < settings.sampled_rounds else -1
+        changes = _phase_round(genotypes, orientation, forward_index, backward_index, haplotype_words, jump_rate,
+                               np.float32(settings.error), neighbours, max_states, every, size, r % 2 == 1, own, seed)
+        if progress:
+            progress(f"phasing round {r + 1} of {settings.rounds}: {int(changes.sum())} changes, "
+                     f"{time.monotonic() - started:.1f} s")
+    return orientation
+
+
+def _all_haplotypes(genotypes: np.ndarray, orientation: np.ndarray) -> np.ndarray:
+    """(t, 2T) int8 the targets' haplotypes (-1 missing)."""
+    out = np.empty((genotypes.shape[0], 2 * genotypes.shape[1]), dtype=np.int8)
+    for q in range(genotypes.shape[1]):
+        out[:, 2 * q:2 * q + 2] = _haplotypes(genotypes[:, q], orientation[:, q])
+    return out
