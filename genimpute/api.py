@@ -37,7 +37,7 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     (`model`'s backbone, window by window; default model: the pretrained
     one with `ref`, else $GENIMPUTE_MODEL), or "auto": copying when `ref`
     is given without `model`. fields: the FORMAT fields, e.g. "GT:DS".
-    phaser: for an unphased target, "auto", "beagle", "shapeit4" or None
+    phaser: for an unphased target, "auto", "genimpute" (its own), "beagle", "shapeit4" or None
     (refuse). report: a TSV of every site's harmonisation, and beside it
     each sample's panel-duplicate decision. The other options are the
     `genimpute impute` options of the same names (README)."""

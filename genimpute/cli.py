@@ -13,6 +13,7 @@ import click
 from genimpute import __version__
 from genimpute.config import (
     BENCHMARK_TOOLS,
+    BUILT_IN_PHASER,
     CopyingSettings,
     DEFAULT_VALIDATION_FRACTION,
     PHASERS,
@@ -210,8 +211,11 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
 @click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True, help="Fraction of typed sites hidden by --validate.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
 @click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based, inclusive); see `genimpute chunks`.")
-@click.option("--phaser", type=click.Choice(["auto", *PHASERS, "none"]), default="auto", show_default=True,
-              help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH; none: refuse unphased input).")
+@click.option("--phaser", type=click.Choice(["auto", *PHASERS, BUILT_IN_PHASER, "none"]), default="auto",
+              show_default=True,
+              help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH, else genimpute's own; "
+                   "genimpute: its own, at the typed sites against the panel and the cohort; none: refuse unphased "
+                   "input).")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format, for the phaser, the copying engine "
                    "and the match backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")

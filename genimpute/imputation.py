@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from genimpute import __version__
-from genimpute.config import CopyingSettings
+from genimpute.config import BUILT_IN_PHASER, CopyingSettings
 from genimpute.copying_engine import CopyingEngine
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
@@ -76,7 +76,8 @@ def impute(
         phased_by = None
         if not aln.phased:
             aln, phased_by = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
+                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel,
+                                    copying or CopyingSettings())
         typed_mask = aln.typed_records(len(panel))
         engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
             else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
@@ -195,19 +196,21 @@ def _validation(engine, fraction: float | None, seed: int, in_region: np.ndarray
 
 
 def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
-           contigs: list, in_panel: np.ndarray) -> tuple[Alignment, str]:
+           contigs: list, in_panel: np.ndarray, copying: CopyingSettings) -> tuple[Alignment, str]:
     """(the alignment phased, how: phaser_description) of an unphased
     target's matched records on `contigs` (panel contig indices: those to be
     written), phased against the panel with an external phaser (see
-    genimpute.phasing), contig by contig. Panel samples that are target
-    samples (`in_panel`) are left out of the reference, which would hand them
-    their true phase. Records on other contigs stay as they are: nothing of
-    them is written."""
+    genimpute.phasing) or genimpute's own (genimpute.copying.phaser, on the
+    panel's map, with `copying`'s switch rate and states), contig by contig.
+    Panel samples that are target samples (`in_panel`) are left out of the
+    reference, which would hand them their true phase. Records on other
+    contigs stay as they are: nothing of them is written."""
+    from genimpute.copying.phaser import phase_targets
     from genimpute.phasing import PackedHaplotypes, find_phaser, phase_haplotypes, phaser_description
 
     if phaser is None:
         raise InputError(f"{source}: expected phased genotypes; found unphased heterozygous calls "
-                         "(phase first, or let genimpute phase with --phaser auto|beagle|shapeit4)")
+                         f"(phase first, or let genimpute phase with --phaser auto|{BUILT_IN_PHASER}|beagle|shapeit4)")
     tool = find_phaser(phaser)
     phased = aln.haplotypes.copy()
     reference = np.ones(panel.n_haplotypes, dtype=bool)
@@ -221,8 +224,13 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
     for contig in np.intersect1d(contig_of, contigs):
         on_contig = contig_of == contig
         rows = aln.panel_rows[on_contig]
-        ref_haps = PackedHaplotypes(np.asarray(panel.packed[rows]), panel.n_haplotypes,
-                                    None if reference.all() else reference)
+        kept = None if reference.all() else reference
+        if tool == BUILT_IN_PHASER:
+            phased[on_contig] = phase_targets(aln.haplotypes[on_contig], np.asarray(panel.packed[rows]),
+                                              panel.n_haplotypes, kept, panel.centimorgans[rows], copying,
+                                              progress=log.info)
+            continue
+        ref_haps = PackedHaplotypes(np.asarray(panel.packed[rows]), panel.n_haplotypes, kept)
         phased[on_contig] = phase_haplotypes(
             tool, aln.haplotypes[on_contig], ref_haps, panel.contig_names[contig],
             panel.positions[rows], [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples,

@@ -1,6 +1,7 @@
 """Phasing unphased targets against the reference panel with an external
 phaser found on PATH: Beagle 5.4 (`beagle`) or shapeit4 (`shapeit4`), both
-in Debian.
+in Debian. Where neither is, `find_phaser` names genimpute's own
+(genimpute.copying.phaser), which the caller runs itself.
 
 The caller has already matched the target's records to the panel's and
 recoded them into the panel's alleles; this module takes arrays, not files.
@@ -41,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from genimpute.config import PHASERS
+from genimpute.config import BUILT_IN_PHASER, PHASERS, PhasingSettings
 from genimpute.errors import InputError
 from genimpute.io.bgzf import BgzfWriter
 from genimpute.io.genetic_map import GeneticMap, read_map
@@ -105,13 +106,20 @@ class PackedHaplotypes:
 
 # --- finding the tool ----------------------------------------------------------
 def find_phaser(requested: str = "auto") -> str:
-    """'auto': the first of PHASERS on PATH; a named one must be on PATH."""
+    """'auto': the first of PHASERS on PATH, else BUILT_IN_PHASER; a named
+    external one must be on PATH."""
+    if requested == BUILT_IN_PHASER:
+        return requested
     if requested != "auto" and requested not in PHASERS:
-        raise InputError(f"--phaser: expected auto or one of {', '.join(PHASERS)}; found {requested!r}")
+        raise InputError(f"--phaser: expected auto, {BUILT_IN_PHASER} or one of {', '.join(PHASERS)}; "
+                         f"found {requested!r}")
     candidates = PHASERS if requested == "auto" else (requested,)
     for tool in candidates:
         if shutil.which(tool):
             return tool
+    if requested == "auto":
+        log.info("neither %s is on PATH: phasing with genimpute's own phaser", " nor ".join(PHASERS))
+        return BUILT_IN_PHASER
     wanted = " or ".join(candidates)
     hints = "; ".join(INSTALL_HINT[t] for t in candidates)
     raise InputError(f"the target is unphased and needs phasing: expected {wanted} on PATH; found none ({hints})")
@@ -338,9 +346,11 @@ def _write_map(tool: str, genetic_map: str | Path | GeneticMap, contig: str, des
 
 
 # --- running the tool and reading its output ------------------------------------
-def phaser_description(tool: str, n_reference_samples: int) -> str:
+def phaser_description(tool: str, n_reference_samples: int, settings: PhasingSettings = PhasingSettings()) -> str:
     """How `tool` phases against a reference of that many samples, for the output's header."""
-    settings = {"beagle": "its default settings", "shapeit4": "one thread"}[tool]
+    settings = {"beagle": "its default settings", "shapeit4": "one thread",
+                BUILT_IN_PHASER: f"{settings.rounds} rounds, {settings.sampled_rounds} sampled, the last "
+                                 f"{settings.cohort_rounds} with the cohort, seed {settings.seed}"}[tool]
     return f"{tool} ({settings}) against {n_reference_samples} panel samples at the typed sites"
 
 

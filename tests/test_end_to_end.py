@@ -214,6 +214,24 @@ def test_unphased_target_is_phased_first(tmp_path, trained, data):
             np.testing.assert_array_equal(gts[:, :2].sum(axis=1), truth[v.POS])  # typed genotypes kept
 
 
+def test_unphased_target_is_phased_by_genimpute_s_own_phaser(tmp_path, trained, data):
+    unphased = data / "targets.omni2.5.unphased.vcf.gz"
+    run(["-q", "impute", str(unphased), "--model", str(trained), "--phaser", "genimpute",
+         "--out", str(tmp_path / "p.vcf.gz")])
+    out = cyvcf2.VCF(str(tmp_path / "p.vcf.gz"))
+    assert "##genimputePhasing=genimpute (8 rounds, 5 sampled, the last 2 with the cohort, seed 1) against " \
+        in out.raw_header
+    unphased_calls = {v.POS: v.genotype.array()[:, :2] for v in cyvcf2.VCF(str(unphased))}
+    phased_calls = {v.POS: v.genotype.array() for v in out if v.POS in unphased_calls and not v.INFO.get("IMP")}
+    assert len(phased_calls) > 50
+    alt_first = 0
+    for pos, gts in phased_calls.items():
+        assert gts[:, 2].all()  # every call written phased, its genotype kept
+        np.testing.assert_array_equal(gts[:, :2].sum(axis=1), unphased_calls[pos].sum(axis=1))
+        alt_first += int(((gts[:, 0] == 1) & (gts[:, 1] == 0)).sum())
+    assert alt_first > 0  # the unphased file has REF first: the phase is the phaser's
+
+
 def test_impute_passes_its_genetic_map_to_the_phaser(tmp_path, trained, data):
     require("beagle")  # the phaser impute finds first
     unphased = data / "targets.omni2.5.unphased.vcf.gz"

@@ -149,6 +149,30 @@ def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, 
     assert len(ref_samples) == n_panel - 1 and n_haps == 2 * len(ref_samples)
 
 
+def test_panel_samples_are_left_out_of_genimpute_s_own_phaser_s_reference(trained, tmp_path, monkeypatch):
+    import genimpute.copying.phaser
+
+    phased_target = _panel_samples_as_target(tmp_path, {"HG00096": "HG00096"})
+    lines = phased_target.read_text().splitlines()
+    header = [x for x in lines if x.startswith("#")]
+    records = [x.split("\t") for x in lines if not x.startswith("#")]
+    target = vcf_edit.write(tmp_path / "unphased.vcf", header, [r[:9] + [g.replace("|", "/") for g in r[9:]]
+                                                                 for r in records])
+    calls = []
+
+    def phase_as_given(haps, packed, n_haplotypes, kept, centimorgans, copying, **kwargs):
+        calls.append((n_haplotypes, kept))
+        return haps
+
+    monkeypatch.setattr(genimpute.copying.phaser, "phase_targets", phase_as_given)
+    impute(target, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False, phaser="genimpute")
+    panel = ReferencePanel.from_vcf(PANEL)
+    [(n_haps, kept)] = calls  # one contig
+    own = panel.samples.index("HG00096")
+    assert n_haps == 2 * len(panel.samples) and not kept[2 * own] and not kept[2 * own + 1]
+    assert kept.sum() == n_haps - 2
+
+
 def test_unrelated_targets_are_not_taken_for_panel_samples(trained, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         summary = impute(TARGET_PHASED, trained, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False)

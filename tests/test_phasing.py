@@ -207,15 +207,14 @@ def test_find_phaser(monkeypatch, tmp_path):
     assert find_phaser("shapeit4") == "shapeit4"
     (tmp_path / "beagle").unlink()
     assert find_phaser("auto") == "shapeit4"
-    with pytest.raises(InputError, match="expected auto or one of beagle, shapeit4; found 'eagle'"):
+    with pytest.raises(InputError, match="expected auto, genimpute or one of beagle, shapeit4; found 'eagle'"):
         find_phaser("eagle")
+    assert find_phaser("genimpute") == "genimpute"
 
 
-def test_no_phaser_on_path_is_a_clear_error(monkeypatch, tmp_path):
+def test_without_an_external_phaser_auto_takes_genimpute_s_own(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(InputError, match="expected beagle or shapeit4 on PATH.*apt-get install beagle.*"
-                                         "apt-get install shapeit4"):
-        find_phaser("auto")
+    assert find_phaser("auto") == "genimpute"
     with pytest.raises(InputError, match=r"expected shapeit4 on PATH; found none \(Debian: apt-get install shapeit4\)"):
         find_phaser("shapeit4")
 
