@@ -4,7 +4,8 @@ the Beagle settings asked for: each setting's switch errors against the
 samples' true phase, and its wall time.
 
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
-        [--beagle phase-states=140 ...] [--reference-samples N ...] [--shapeit4] [--write-phased DIR] [--seed 1]
+        [--beagle phase-states=140 ...] [--reference-samples N ...] [--shapeit4]
+        [--genimpute "" --genimpute sampled_rounds=0,max_states=800 ...] [--write-phased DIR] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
@@ -15,9 +16,13 @@ reference's samples (a seeded draw), with each setting; --iterations N
 is Beagle's `iterations=N`, --beagle any other of its arguments (several
 comma-separated); without either, iterations 12 (Beagle's default) and 4.
 --shapeit4 phases with shapeit4 too (one thread, as `impute --phaser
-shapeit4` runs it). --write-phased DIR writes each phasing of the whole
+shapeit4` runs it). Each --genimpute phases with genimpute's own phaser
+(genimpute.copying.phaser, as `impute --phaser genimpute` runs it, on
+the map given), with those PhasingSettings and CopyingSettings fields
+("": the defaults); its wall includes loading numba's compiled code. --write-phased DIR writes each phasing of the whole
 reference as DIR/beagle.SETTING.vcf.gz (SETTING the arguments without
-`=`, as iterations4; and DIR/shapeit4.vcf.gz), gt.vcf.gz's
+`=`, as iterations4; DIR/shapeit4.vcf.gz; DIR/genimpute.SETTINGS.vcf.gz,
+SETTINGS the fields without `=` and `,`, or `defaults`), gt.vcf.gz's
 records with the phaser's genotypes, for `genimpute impute` and
 paired_errors.py to score downstream. No target of the scale series is
 used, so settings may be chosen here.
@@ -26,6 +31,7 @@ used, so settings may be chosen here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import time
 from pathlib import Path
@@ -35,6 +41,9 @@ import pysam
 from cyvcf2 import VCF
 
 import genimpute.phasing as phasing
+from genimpute.config import CopyingSettings, PhasingSettings
+from genimpute.copying.phaser import phase_targets
+from genimpute.io.genetic_map import centimorgans, read_map
 
 
 def read_haplotypes(path: str, keys: list | None = None) -> tuple[list, np.ndarray, list, list, list]:
@@ -93,6 +102,30 @@ def phased_with(settings: list, *args, **kwargs) -> tuple[np.ndarray, float]:
         phasing._command = command
 
 
+def settings_of(text: str) -> tuple[PhasingSettings, CopyingSettings]:
+    """The settings `text` (comma-separated FIELD=VALUE of either class) names, the others their defaults."""
+    given = dict(field.split("=", 1) for field in text.split(",") if field)
+    chosen = []
+    for cls in (PhasingSettings, CopyingSettings):
+        types = {f.name: type(f.default) for f in dataclasses.fields(cls)}
+        chosen.append(cls(**{name: types[name](given.pop(name)) for name in list(given) if name in types}))
+    if given:
+        raise SystemExit(f"--genimpute: expected fields of PhasingSettings or CopyingSettings; "
+                         f"found {', '.join(given)}")
+    return chosen[0], chosen[1]
+
+
+def genimpute_phased(text: str, query: np.ndarray, ref_haps: np.ndarray, contig: str, positions: list,
+                     genetic_map: str) -> tuple[np.ndarray, float]:
+    """(query phased by genimpute's own phaser with the settings `text` names, wall seconds)."""
+    settings, copying = settings_of(text)
+    cm = centimorgans(np.array(positions), *read_map(genetic_map, contig))
+    started = time.monotonic()
+    phased = phase_targets(query, np.packbits(ref_haps.astype(np.uint8), axis=1), ref_haps.shape[1], None, cm, copying,
+                           settings)
+    return phased, time.monotonic() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("heldout_dir")
@@ -103,6 +136,8 @@ def main() -> None:
     parser.add_argument("--reference-samples", type=int, action="append", default=[],
                         help="also phase against this many of the reference's samples")
     parser.add_argument("--shapeit4", action="store_true", help="also phase with shapeit4")
+    parser.add_argument("--genimpute", action="append", default=[],
+                        help="also phase with genimpute's own phaser, these settings (FIELD=VALUE,...; '': defaults)")
     parser.add_argument("--write-phased", type=Path, help="write each phasing of the whole reference here")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -140,6 +175,14 @@ def main() -> None:
             write_phased(f"{args.heldout_dir}/gt.vcf.gz", phased, args.write_phased / "shapeit4.vcf.gz")
         print(f"shapeit4: switch errors {switches} of {opportunities} "
               f"({100 * switches / max(1, opportunities):.3f}%), {time.monotonic() - started:.1f} s")
+    for text in args.genimpute:
+        phased, seconds = genimpute_phased(text, query, ref_haps, contig, positions, args.map)
+        switches, opportunities = phasing.switch_errors(phased, truth)
+        if args.write_phased:
+            name = text.replace("=", "").replace(",", "_") or "defaults"
+            write_phased(f"{args.heldout_dir}/gt.vcf.gz", phased, args.write_phased / f"genimpute.{name}.vcf.gz")
+        print(f"genimpute {text or 'defaults'}: switch errors {switches} of {opportunities} "
+              f"({100 * switches / max(1, opportunities):.3f}%), {seconds:.1f} s")
 
 
 if __name__ == "__main__":

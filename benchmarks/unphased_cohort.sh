@@ -2,9 +2,10 @@
 # A large unphased cohort against a panel of a few thousand samples, the
 # common case (1000 Genomes 30x and an array cohort): genimpute (`impute
 # --ref` of the converted panel, which phases the targets with Beagle at
-# the typed sites first) and Beagle 5.4 (phasing and imputing in one run),
-# each the median wall of ROUNDS (default 3), one tool at a time, then
-# both scored against the truth by MAF bin. The targets are the series'
+# the typed sites first), genimpute with its own phaser (`--phaser
+# genimpute`) and Beagle 5.4 (phasing and imputing in one run), each the
+# median wall of ROUNDS (default 3), one tool at a time, then all three
+# scored against the truth by MAF bin. The targets are the series'
 # own, with every call's `|` made `/`.
 #
 #   bash benchmarks/unphased_cohort.sh SCALE_DIR PANEL_SAMPLES [OUT_DIR]   (default SCALE_DIR/unphased)
@@ -28,9 +29,12 @@ n=$(bcftools query -l unphased.vcf.gz | wc -l)
 echo "panel $p samples, $n unphased targets:"
 median_of "genimpute.$p.$n" genimpute -q impute unphased.vcf.gz --ref panel.gpanel --out "genimpute.$p.$n.vcf.gz" \
   --force
+median_of "genimpute_own.$p.$n" genimpute -q impute unphased.vcf.gz --ref panel.gpanel --phaser genimpute \
+  --out "genimpute_own.$p.$n.vcf.gz" --force
 median_of "beagle.$p.$n" beagle ref="$scale/panel.$p.vcf.gz" gt=unphased.vcf.gz map="$scale/const.map" \
   out="beagle.$p.$n" nthreads=2
 ratio "genimpute.$p.$n" "beagle.$p.$n"
+ratio "genimpute_own.$p.$n" "beagle.$p.$n"
 grep -h 'phasing time\|Total time' "beagle.$p.$n".r*.log | sort | uniq -c | sed 's/^/  beagle log: /'
-genimpute evaluate --truth "$scale/targets.truth.vcf.gz" --ref panel.gpanel --labels genimpute,beagle \
-  "genimpute.$p.$n.vcf.gz" "beagle.$p.$n.vcf.gz" | sed -n '1,11p'
+genimpute evaluate --truth "$scale/targets.truth.vcf.gz" --ref panel.gpanel --labels genimpute,genimpute_own,beagle \
+  "genimpute.$p.$n.vcf.gz" "genimpute_own.$p.$n.vcf.gz" "beagle.$p.$n.vcf.gz" | sed -n '1,11p'
