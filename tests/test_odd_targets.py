@@ -125,15 +125,19 @@ def test_the_report_holds_each_samples_decision(trained, tmp_path, caplog):
         impute(target, trained, tmp_path / "again.vcf.gz", pick_device("cpu"), progress=False, audit=report)
 
 
-def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, monkeypatch):
-    import genimpute.phasing
-
-    phased_target = _panel_samples_as_target(tmp_path, {"HG00096": "HG00096", "HG00103": "NA99999"})
+def _unphased(phased_target, tmp_path):
+    """phased_target (a VCF) with every call's `|` made `/`."""
     lines = phased_target.read_text().splitlines()
     header = [x for x in lines if x.startswith("#")]
     records = [x.split("\t") for x in lines if not x.startswith("#")]
-    target = vcf_edit.write(tmp_path / "unphased.vcf", header, [r[:9] + [g.replace("|", "/") for g in r[9:]]
-                                                                 for r in records])
+    return vcf_edit.write(tmp_path / "unphased.vcf", header, [r[:9] + [g.replace("|", "/") for g in r[9:]]
+                                                              for r in records])
+
+
+def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, monkeypatch):
+    import genimpute.phasing
+
+    target = _unphased(_panel_samples_as_target(tmp_path, {"HG00096": "HG00096", "HG00103": "NA99999"}), tmp_path)
     calls = []
 
     def phase_as_given(tool, haps, ref_haps, contig, positions, refs, alts, samples, ref_samples, **kwargs):
@@ -152,12 +156,7 @@ def test_panel_samples_are_left_out_of_the_phasers_reference(trained, tmp_path, 
 def test_panel_samples_are_left_out_of_genimpute_s_own_phaser_s_reference(trained, tmp_path, monkeypatch):
     import genimpute.copying.phaser
 
-    phased_target = _panel_samples_as_target(tmp_path, {"HG00096": "HG00096"})
-    lines = phased_target.read_text().splitlines()
-    header = [x for x in lines if x.startswith("#")]
-    records = [x.split("\t") for x in lines if not x.startswith("#")]
-    target = vcf_edit.write(tmp_path / "unphased.vcf", header, [r[:9] + [g.replace("|", "/") for g in r[9:]]
-                                                                 for r in records])
+    target = _unphased(_panel_samples_as_target(tmp_path, {"HG00096": "HG00096"}), tmp_path)
     calls = []
 
     def phase_as_given(haps, packed, n_haplotypes, kept, centimorgans, copying, **kwargs):
