@@ -348,10 +348,10 @@ def _write_map(tool: str, genetic_map: str | Path | GeneticMap, contig: str, des
 # --- running the tool and reading its output ------------------------------------
 def phaser_description(tool: str, n_reference_samples: int, settings: PhasingSettings = PhasingSettings()) -> str:
     """How `tool` phases against a reference of that many samples, for the output's header."""
-    settings = {"beagle": "its default settings", "shapeit4": "one thread",
-                BUILT_IN_PHASER: f"{settings.rounds} rounds, {settings.sampled_rounds} sampled, the last "
-                                 f"{settings.cohort_rounds} with the cohort, seed {settings.seed}"}[tool]
-    return f"{tool} ({settings}) against {n_reference_samples} panel samples at the typed sites"
+    how = {"beagle": "its default settings", "shapeit4": "one thread",
+           BUILT_IN_PHASER: f"{settings.rounds} rounds, {settings.sampled_rounds} sampled, the last "
+                            f"{settings.cohort_rounds} with the cohort, seed {settings.seed}"}[tool]
+    return f"{tool} ({how}) against {n_reference_samples} panel samples at the typed sites"
 
 
 def _command(tool: str, ref: Path, gt: Path, out_prefix: Path, contig: str, threads: int,
