@@ -146,3 +146,8 @@ def test_settings_are_checked():
         PhasingSettings(sampled_rounds=9)
     with pytest.raises(ValueError, match="phasing error: expected a probability in"):
         PhasingSettings(error=0.5)
+
+
+def test_a_reference_with_no_haplotype_kept_is_refused(data):
+    with pytest.raises(ValueError, match="expected a reference of at least one haplotype; found none kept"):
+        _phase(data, kept=np.zeros(data.ref_haps.shape[1], dtype=bool))

@@ -315,6 +315,8 @@ def phase_targets(haps: np.ndarray, packed: np.ndarray, n_haplotypes: int, kept:
     if len(haps) < 2 or not ((genotypes == 1).sum(axis=0) >= 2).any():
         return haps.astype(np.int8, copy=True)
     reference, n_reference = _kept_columns(packed, n_haplotypes, kept)
+    if n_reference == 0:
+        raise ValueError("expected a reference of at least one haplotype; found none kept")
     cm = np.maximum.accumulate(np.asarray(centimorgans, dtype=np.float64))
     site_cm = (cm[-1] - cm[0]) / (len(cm) - 1)
     neighbours, max_states = copying.passes(n_reference)[0]
@@ -369,21 +371,30 @@ def _orientation(genotypes: np.ndarray, reference: np.ndarray, n_reference: int,
         started = time.monotonic()
         with_cohort = r >= settings.rounds - settings.cohort_rounds
         if with_cohort or r == 0:
-            # the cohort's missing calls read as ref alleles to the other targets
-            packed = _joined(reference, n_reference, None, np.maximum(_all_haplotypes(genotypes, orientation), 0)
-                             .astype(np.uint8)) if with_cohort else reference
-            total = n_reference + (2 * n_targets if with_cohort else 0)
-            forward_index, backward_index = pbwt_indexes(packed, total, every)
-            haplotype_words = _packed_by_haplotype(packed, total)
+            indexes = _indexes(reference, n_reference, genotypes, orientation if with_cohort else None, every)
         own = n_reference // 2 + np.arange(n_targets, dtype=np.int64) if with_cohort \
             else np.full(n_targets, -1, dtype=np.int64)
         seed = (settings.seed * settings.rounds + r) * n_targets if r < settings.sampled_rounds else -1
-        changes = _phase_round(genotypes, orientation, forward_index, backward_index, haplotype_words, jump_rate,
-                               np.float32(settings.error), neighbours, max_states, every, size, r % 2 == 1, own, seed)
+        changes = _phase_round(genotypes, orientation, *indexes, jump_rate, np.float32(settings.error), neighbours,
+                               max_states, every, size, r % 2 == 1, own, seed)
         if progress:
             progress(f"phasing round {r + 1} of {settings.rounds}: {int(changes.sum())} changes, "
                      f"{time.monotonic() - started:.1f} s")
     return orientation
+
+
+def _indexes(reference: np.ndarray, n_reference: int, genotypes: np.ndarray, orientation: np.ndarray | None,
+             every: int) -> tuple:
+    """(forward PBWT index, backward index, alleles by haplotype) of the
+    packed reference, and of the targets' haplotypes after it as
+    `orientation` phases them (None: the reference alone). The targets'
+    missing calls read as ref alleles there."""
+    if orientation is None:
+        return *pbwt_indexes(reference, n_reference, every), _packed_by_haplotype(reference, n_reference)
+    cohort = np.maximum(_all_haplotypes(genotypes, orientation), 0).astype(np.uint8)
+    packed = _joined(reference, n_reference, None, cohort)
+    total = n_reference + cohort.shape[1]
+    return *pbwt_indexes(packed, total, every), _packed_by_haplotype(packed, total)
 
 
 def _all_haplotypes(genotypes: np.ndarray, orientation: np.ndarray) -> np.ndarray:
