@@ -19,7 +19,8 @@ comma-separated); without either, iterations 12 (Beagle's default) and 4.
 shapeit4` runs it). Each --genimpute phases with genimpute's own phaser
 (genimpute.copying.phaser, as `impute --phaser genimpute` runs it, on
 the map given), with those PhasingSettings and CopyingSettings fields
-("": the defaults); its wall includes loading numba's compiled code. --write-phased DIR writes each phasing of the whole
+("": the defaults); its wall includes loading numba's compiled code.
+--write-phased DIR writes each phasing of the whole
 reference as DIR/beagle.SETTING.vcf.gz (SETTING the arguments without
 `=`, as iterations4; DIR/shapeit4.vcf.gz; DIR/genimpute.SETTINGS.vcf.gz,
 SETTINGS the fields without `=` and `,`, or `defaults`), gt.vcf.gz's
