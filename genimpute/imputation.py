@@ -167,6 +167,16 @@ def _panel_with_map(source: ModelSource, genetic_map, copying: CopyingSettings |
     return panel
 
 
+def _panel_map(panel: ReferencePanel, rows: np.ndarray) -> tuple | None:
+    """(bp, cM) of the panel's records `rows` (one contig's), one per
+    position, for an external phaser where the panel was placed on a map
+    (`genimpute panel --map`, `train --map`) and `impute` has no --map;
+    None where it takes 1 cM per Mb as the phasers would."""
+    bp, first = np.unique(panel.positions[rows], return_index=True)
+    cm = np.maximum.accumulate(panel.centimorgans[rows][first])
+    return None if np.array_equal(cm, bp * CM_PER_BP) else (bp, cm)
+
+
 def _contigs_to_write(panel: ReferencePanel, header_contigs: list, region: Region | None) -> tuple[list, np.ndarray]:
     """(the contigs whose records are written, (M,) bool the panel records in `region`)."""
     in_region = np.ones(len(panel), dtype=bool)
@@ -200,8 +210,10 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
     """(the alignment phased, how: phaser_description) of an unphased
     target's matched records on `contigs` (panel contig indices: those to be
     written), phased against the panel with an external phaser (see
-    genimpute.phasing) or genimpute's own (genimpute.copying.phaser, on the
-    panel's map, with `copying`'s switch rate and states), contig by contig.
+    genimpute.phasing; on `genetic_map`, else on the panel's cM where it
+    was placed on a map) or genimpute's own (genimpute.copying.phaser, on
+    the panel's cM, with `copying`'s switch rate and states), contig by
+    contig.
     Panel samples that are target samples (`in_panel`) are left out of the
     reference, which would hand them their true phase. Records on other
     contigs stay as they are: nothing of them is written."""
@@ -234,5 +246,5 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
         phased[on_contig] = phase_haplotypes(
             tool, aln.haplotypes[on_contig], ref_haps, panel.contig_names[contig],
             panel.positions[rows], [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples,
-            ref_samples, genetic_map=genetic_map)
+            ref_samples, genetic_map=genetic_map if genetic_map is not None else _panel_map(panel, rows))
     return dataclasses.replace(aln, haplotypes=phased, phased=True), phaser_description(tool, len(ref_samples))

@@ -138,7 +138,8 @@ class _Records:
 
 def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray | PackedHaplotypes, contig: str,
                      positions: np.ndarray, refs: list, alts: list, samples: list, ref_samples: list,
-                     threads: int | None = None, genetic_map: str | Path | GeneticMap | None = None) -> np.ndarray:
+                     threads: int | None = None,
+                     genetic_map: str | Path | GeneticMap | tuple | None = None) -> np.ndarray:
     """Phase target genotypes at the records of ONE contig against the
     panel's haplotypes at the same records.
 
@@ -154,7 +155,8 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray | PackedH
     threads:   Beagle's (default: the CPUs this process may use); shapeit4
                always runs on one, to be reproducible
     genetic_map: PLINK (`chrom id cM bp`) or shapeit4 (`pos chr cM`) format,
-               optionally gzipped, or a GeneticMap already read; default: 1 cM per Mb
+               optionally gzipped, or a GeneticMap already read, or the
+               contig's (bp, cM) arrays, increasing; default: 1 cM per Mb
 
     Returns (T, 2S) int8: heterozygous calls in the phaser's order; every
     other cell (homozygous, missing, half-missing, haploid) as given.
@@ -187,7 +189,7 @@ def _heterozygous(haps: np.ndarray) -> np.ndarray:
 
 
 def _run_phaser(tool: str, records: _Records, haps: np.ndarray, names: list, ref_haps: PackedHaplotypes,
-                ref_names: list, threads: int, genetic_map: str | Path | GeneticMap | None) -> np.ndarray:
+                ref_names: list, threads: int, genetic_map: str | Path | GeneticMap | tuple | None) -> np.ndarray:
     """(T, 2S) int8 alleles of the phaser's output for the target samples
     `names`. Its input files live in a temporary directory, removed once its
     output has been read."""
@@ -333,9 +335,9 @@ def _write_vcf(path: Path, records: _Records, names: list, rows, phased: bool, m
 
 
 # --- genetic map -------------------------------------------------------------------
-def _write_map(tool: str, genetic_map: str | Path | GeneticMap, contig: str, dest: Path) -> Path:
-    """The map's positions on `contig` in the format `tool` reads."""
-    bp, cm = read_map(genetic_map, contig)
+def _write_map(tool: str, genetic_map: str | Path | GeneticMap | tuple, contig: str, dest: Path) -> Path:
+    """The map's positions on `contig` (a (bp, cM) pair: those) in the format `tool` reads."""
+    bp, cm = genetic_map if isinstance(genetic_map, tuple) else read_map(genetic_map, contig)
     with open(dest, "w") as handle:
         if tool == "beagle":
             handle.writelines(f"{contig}\t.\t{c!r}\t{b}\n" for b, c in zip(bp.tolist(), cm.tolist()))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import vcf_edit
 from cli_helpers import run
-from paths import PANEL, TARGET_PHASED
+from paths import PANEL, TARGET_PHASED, TARGET_UNPHASED
 from tools import run_tool
 
 from genimpute.errors import InputError
@@ -170,6 +170,42 @@ def test_panel_samples_are_left_out_of_genimpute_s_own_phaser_s_reference(traine
     own = panel.samples.index("HG00096")
     assert n_haps == 2 * len(panel.samples) and not kept[2 * own] and not kept[2 * own + 1]
     assert kept.sum() == n_haps - 2
+
+
+@pytest.mark.parametrize("placed, given", [(True, False), (True, True), (False, False)])
+def test_the_external_phaser_reads_the_panel_s_map_unless_impute_has_one(placed, given, tmp_path, monkeypatch):
+    """A compact panel placed on a map (`genimpute panel --map`) hands
+    its cM to Beagle where `impute` has no --map; --map wins; a panel
+    with no map hands none (the phasers take 1 cM per Mb)."""
+    import genimpute.phasing
+    from genimpute.config import CopyingSettings
+    from genimpute.io.genetic_map import GeneticMap
+    from genimpute.panel import convert_to_compact
+
+    panel_map, impute_map = tmp_path / "panel.map", tmp_path / "impute.map"
+    panel_map.write_text("20\t.\t0.0\t9000000\n20\t.\t1.5\t9500000\n")  # 3 cM per Mb
+    impute_map.write_text("20\t.\t0.0\t9000000\n20\t.\t0.5\t9500000\n")
+    compact = tmp_path / "panel.gpanel"
+    convert_to_compact(PANEL, compact, genetic_map=panel_map if placed else None)
+    maps = []
+
+    def phase_as_given(tool, haps, *args, genetic_map=None, **kwargs):
+        maps.append(genetic_map)
+        return haps
+
+    monkeypatch.setattr(genimpute.phasing, "find_phaser", lambda requested: "beagle")
+    monkeypatch.setattr(genimpute.phasing, "phase_haplotypes", phase_as_given)
+    impute(TARGET_UNPHASED, tmp_path, tmp_path / "out.vcf.gz", pick_device("cpu"), progress=False, ref=compact,
+           copying=CopyingSettings(), genetic_map=impute_map if given else None)
+    [genetic_map] = maps
+    if given:
+        assert isinstance(genetic_map, GeneticMap) and genetic_map.path == impute_map
+    elif placed:
+        bp, cm = genetic_map
+        assert len(bp) > 50 and (np.diff(bp) > 0).all()
+        np.testing.assert_allclose(cm, (bp - 9_000_000) * 3e-6, atol=1e-9)
+    else:
+        assert genetic_map is None
 
 
 def test_unrelated_targets_are_not_taken_for_panel_samples(trained, tmp_path, caplog):
