@@ -12,16 +12,16 @@ The first phase orders each heterozygous call against the one before by
 the panel's haplotypes: cis if more of them carry the two calls' alleles
 both alt or both ref than one of each. Then rounds over every target
 (PhasingSettings), each choosing the states again from the phase the last
-one left, every other one with the sites right to left. The first rounds
+one left, every other one with its sites in reverse order. The first rounds
 draw each change in proportion to its likelihood, from a seeded hash of
 the round, target and site: taking the most likely, a target stayed where
 only two changes together would have helped. The last rounds copy from
 the other targets' haplotypes too.
 
-In a round the changes are decided right to left, in the backward sweep:
-its values carry the changes to the right, the forward sweep's the phase
-to the left, which no change in the round moves, so that each change
-makes the pair's likelihood no lower. The exchanged blocks' backward
+In a round the changes are decided from its last site to its first, in
+the backward sweep: its values carry the changes after the call, the
+forward sweep's the phase before it, which no change in the round moves,
+so that each change makes the pair's likelihood no lower. The exchanged blocks' backward
 values are swept beside the pair's, each rescaled by its own factors,
 whose logs less the pair's are kept to compare them."""
 
