@@ -52,3 +52,9 @@ def read_slice() -> Slice:
         samples=samples,
         ref_samples=ref_samples,
     )
+
+
+def genotypes(haps):
+    """(T, S) allele counts, -1 where a call is missing or haploid."""
+    first, second = haps[:, 0::2].astype(int), haps[:, 1::2].astype(int)
+    return np.where((first >= 0) & (second >= 0), first + second, -1)

@@ -4,7 +4,7 @@ against a likelihood written out here."""
 
 import numpy as np
 import pytest
-from phasing_slice import read_slice
+from phasing_slice import genotypes as _genotypes, read_slice
 
 from genimpute.config import CopyingSettings, PhasingSettings
 from genimpute.copying import phaser
@@ -23,11 +23,6 @@ def _phase(d, haps=None, ref_haps=None, kept=None, settings=PhasingSettings()):
     ref_haps = d.ref_haps if ref_haps is None else ref_haps
     return phaser.phase_targets(d.unphased if haps is None else haps, np.packbits(ref_haps, axis=1),
                                 ref_haps.shape[1], kept, d.positions * CM_PER_BP, CopyingSettings(), settings)
-
-
-def _genotypes(haps):
-    first, second = haps[:, 0::2].astype(int), haps[:, 1::2].astype(int)
-    return np.where((first >= 0) & (second >= 0), first + second, -1)
 
 
 def test_phasing_keeps_genotypes_and_recovers_phase(data):

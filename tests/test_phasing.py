@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from phasing_slice import Slice, read_slice
+from phasing_slice import Slice, genotypes as _genotypes, read_slice
 from tools import require
 
 from genimpute import phasing
@@ -36,12 +36,6 @@ def _phase(tool, d: Slice, haps=None, ref_haps=None, **kwargs):
     kwargs = {"samples": d.samples, "threads": 1, **kwargs}
     return phase_haplotypes(tool, d.unphased if haps is None else haps, d.ref_haps if ref_haps is None else ref_haps,
                             d.contig, d.positions, d.refs, d.alts, ref_samples=d.ref_samples, **kwargs)
-
-
-def _genotypes(haps):
-    """(T, S) allele counts, -1 where a call is missing or haploid."""
-    first, second = haps[:, 0::2].astype(int), haps[:, 1::2].astype(int)
-    return np.where((first >= 0) & (second >= 0), first + second, -1)
 
 
 def _het(haps):
