@@ -21,9 +21,9 @@ the other targets' haplotypes too.
 In a round the changes are decided from its last site to its first, in
 the backward sweep: its values carry the changes after the call, the
 forward sweep's the phase before it, which no change in the round moves,
-so that each change makes the pair's likelihood no lower. The exchanged blocks' backward
-values are swept beside the pair's, each rescaled by its own factors,
-whose logs less the pair's are kept to compare them."""
+so that each change makes the pair's likelihood no lower. The exchanged
+blocks' backward values are swept beside the pair's, each rescaled by its
+own factors, whose logs less the pair's are kept to compare them."""
 
 from __future__ import annotations
 
@@ -65,22 +65,22 @@ def _linkage_orientation(genotypes, words, n_haplotypes):
     typed site)."""
     t = len(genotypes)
     out = np.zeros(t, dtype=np.int8)
-    last = -1
+    last, last_alts = -1, 0
     for j in range(t):
         if genotypes[j] != 1:
             continue
+        both, alts = 0, 0
+        for w in range(words.shape[1]):
+            alts += count_ones(words[j, w])
+            if last >= 0:
+                both += count_ones(words[last, w] & words[j, w])
         if last < 0:
             out[j] = 1
         else:
-            both, a, b = 0, 0, 0
-            for w in range(words.shape[1]):
-                both += count_ones(words[last, w] & words[j, w])
-                a += count_ones(words[last, w])
-                b += count_ones(words[j, w])
-            cis = n_haplotypes - a - b + 2 * both
-            trans = a + b - 2 * both
+            cis = n_haplotypes - last_alts - alts + 2 * both
+            trans = last_alts + alts - 2 * both
             out[j] = out[last] if cis >= trans else 1 - out[last]
-        last = j
+        last, last_alts = j, alts
     return out
 
 
@@ -181,17 +181,14 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error
     valid = np.zeros(MAX_BLOCK, dtype=np.bool_)
     exchange_on = np.zeros(t, dtype=np.bool_)
     block_at = np.zeros(t, dtype=np.int64)  # calls exchanged from here
-    earlier_het = np.zeros(t, dtype=np.bool_)
-    seen = False
-    for j in range(t):
-        earlier_het[j] = seen
-        seen = seen or genotypes[j] == 1
+    hets = np.nonzero(genotypes == 1)[0]
+    first_het = hets[0] if len(hets) else t
     for j in range(t - 1, 0, -1):
         a, b = haplotypes[j, 0], haplotypes[j, 1]
         stay, jump = np.float32(1.0 - jump_rate[j - 1]), np.float32(jump_rate[j - 1] / k)
         alleles = state_alleles[j]
         het = genotypes[j] == 1
-        if het and earlier_het[j]:
+        if het and j > first_het:
             draw = _uniform(seed, j, 0) if seed >= 0 else -1.0
             choice = _change(first[j - 1], second[j - 1], beyond, blocks, offset, valid, alleles, a, b, error, stay,
                              jump, draw)
@@ -225,7 +222,6 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error
                 offset[p, 1] += _step_back(blocks[p, 1], alleles, second_call, error, stay, jump) - main_second
     # each change is relative to the phase the changes to its right left, so they add up: exchanges from a call on
     # and exchanged blocks alike
-    hets = np.nonzero(genotypes == 1)[0]
     toggled = np.zeros(len(hets) + 1, dtype=np.int64)  # differences: toggled[i] flips calls hets[i:]
     for i in range(len(hets)):
         j = hets[i]
@@ -263,14 +259,12 @@ def _phase_round(genotypes, orientation, forward_index, backward_index, haplotyp
     for group in nb.prange((n_targets + size - 1) // size):
         start, stop = group * size, min(n_targets, (group + 1) * size)
         queries = np.empty((t, 2 * (stop - start)), dtype=np.int8)
+        excluded = np.empty(2 * (stop - start), dtype=np.int64)
         for q in range(start, stop):
-            pair = _haplotypes(genotypes[:, q], orientation[:, q])
-            queries[:, 2 * (q - start)] = pair[:, 0]
-            queries[:, 2 * (q - start) + 1] = pair[:, 1]
+            g = 2 * (q - start)
+            queries[:, g:g + 2] = _haplotypes(genotypes[:, q], orientation[:, q])
+            excluded[g] = excluded[g + 1] = own_sample[q]
         columns = np.arange(queries.shape[1])
-        excluded = np.empty(len(columns), dtype=np.int64)
-        for q in range(start, stop):
-            excluded[2 * (q - start)] = excluded[2 * (q - start) + 1] = own_sample[q]
         sightings = _sightings(forward_index, backward_index, queries, columns, neighbours, every, excluded)
         slot_of = np.full(n_haplotypes, -1, dtype=np.int32)
         capacity = 2 * sightings[0].size + max_states
@@ -280,7 +274,7 @@ def _phase_round(genotypes, orientation, forward_index, backward_index, haplotyp
             both = np.concatenate((sightings[g], sightings[g + 1]), axis=1)
             segments, n_states = _composite_states(both, every, t, max_states, slot_of, segment_buffer, heap)
             state_alleles = _state_alleles(haplotype_words, segments, n_states, t)
-            if reverse:
+            if reverse:  # copies in reverse order; forwards the states' table (0.5 MB a target) is not copied
                 column = orientation[::-1, q].copy()
                 changes[q] = _rephase(state_alleles[::-1].copy(), queries[::-1, g:g + 2].copy(),
                                       genotypes[::-1, q].copy(), column, jump_rate[::-1].copy(), error,
