@@ -5,13 +5,16 @@ samples' true phase, and its wall time.
 
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
         [--beagle phase-states=140 ...] [--reference-samples N ...] [--shapeit4]
-        [--genimpute "" --genimpute sampled_rounds=0,max_states=800 ...] [--write-phased DIR] [--seed 1]
+        [--genimpute "" --genimpute sampled_rounds=0,max_states=800 ...] [--write-phased DIR] [--missing 0.01]
+        [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
 genotypes at the array's sites). The held-out genotypes lose their phase
 (each heterozygous call's alleles in a seeded random order) before they are
-phased. --reference-samples N also phases them against N of the
+phased; --missing F makes a seeded fraction F of their calls missing
+too, as an array's no-calls (switch errors are counted at the calls
+left). --reference-samples N also phases them against N of the
 reference's samples (a seeded draw), with each setting; --iterations N
 is Beagle's `iterations=N`, --beagle any other of its arguments (several
 comma-separated); without either, iterations 12 (Beagle's default) and 4.
@@ -68,6 +71,12 @@ def unphased(haps: np.ndarray, seed: int) -> np.ndarray:
     out[:, 0::2] = np.where(swap, haps[:, 1::2], haps[:, 0::2])
     out[:, 1::2] = np.where(swap, haps[:, 0::2], haps[:, 1::2])
     return out
+
+
+def with_missing(haps: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """haps with both alleles of each call missing (-1) with probability `fraction`."""
+    missing = np.random.default_rng(seed + 1).random((haps.shape[0], haps.shape[1] // 2)) < fraction
+    return np.where(np.repeat(missing, 2, axis=1), np.int8(-1), haps).astype(haps.dtype)
 
 
 def write_phased(source: str, phased: np.ndarray, path: Path) -> None:
@@ -140,6 +149,7 @@ def main() -> None:
     parser.add_argument("--genimpute", action="append", default=[],
                         help="also phase with genimpute's own phaser, these settings (FIELD=VALUE,...; '': defaults)")
     parser.add_argument("--write-phased", type=Path, help="write each phasing of the whole reference here")
+    parser.add_argument("--missing", type=float, default=0.0, help="fraction of the held-out calls made missing")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     if args.write_phased:
@@ -150,8 +160,9 @@ def main() -> None:
         raise SystemExit(f"expected the reference to hold the {len(keys)} held-out records; found {len(ref_keys)}")
     samples = VCF(f"{args.heldout_dir}/gt.vcf.gz").samples
     ref_samples = VCF(f"{args.heldout_dir}/ref.vcf.gz").samples
-    query = unphased(truth, args.seed)
-    print(f"{len(samples)} held-out samples, {len(ref_samples)} reference samples, {len(keys)} records")
+    query = with_missing(unphased(truth, args.seed), args.missing, args.seed)
+    print(f"{len(samples)} held-out samples, {len(ref_samples)} reference samples, {len(keys)} records, "
+          f"{(query[:, 0::2] < 0).mean():.2%} of calls missing")
     contig = VCF(f"{args.heldout_dir}/gt.vcf.gz").seqnames[0]
     settings = [[f"iterations={n}"] for n in args.iterations] + [text.split(",") for text in args.beagle]
     for n_reference in [len(ref_samples), *args.reference_samples]:
