@@ -100,31 +100,73 @@ def _log_likelihood(states, haplotype, jump_rate, error):
     return total
 
 
+def _random_case(seed, missing):
+    """(states (t, K), a target's true pair of haplotypes (t, 2): two
+    mosaics of the states, its genotypes with a fraction `missing` of them
+    missing, jump rate, error)."""
+    rng = np.random.default_rng(seed)
+    t, k = 80, 10
+    states = (rng.random((t, k)) < 0.3).astype(np.uint8)
+    cut = rng.integers(1, t, 2)
+    pair = np.stack([np.where(np.arange(t) < cut[h], states[:, rng.integers(k)], states[:, rng.integers(k)])
+                     for h in range(2)], axis=1)
+    genotypes = pair.sum(axis=1).astype(np.int8)
+    genotypes[rng.random(t) < missing] = -1
+    return states, pair, genotypes, np.full(t - 1, 0.05), np.float32(0.01)
+
+
+def _rephased(states, genotypes, orientation, jump_rate, error):
+    """(orientation after one greedy round, the missing calls' fills, the changes made)."""
+    changed = orientation.copy()
+    fills = np.full(((genotypes < 0).sum(), 2), -1, dtype=np.int8)
+    changes = phaser._rephase(states, phaser._haplotypes(genotypes, orientation), genotypes, changed, fills,
+                              jump_rate, error, -1)
+    return changed, fills, changes
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_a_round_never_makes_the_pair_less_likely(seed):
     """Each change a greedy round makes (exchanges from a call on, blocks of
     up to MAX_BLOCK calls) is the most likely given the phase to its left
     and the changes to its right, so the pair's likelihood never falls."""
-    rng = np.random.default_rng(seed)
-    t, k = 80, 10
-    states = (rng.random((t, k)) < 0.3).astype(np.uint8)
-    # a target of two mosaics of the states, its calls in a random order, some missing
-    cut = rng.integers(1, t, 2)
-    pair = np.stack([np.where(np.arange(t) < cut[h], states[:, rng.integers(k)], states[:, rng.integers(k)])
-                     for h in range(2)], axis=1)
-    genotypes = pair.sum(axis=1).astype(np.int8)
-    genotypes[rng.random(t) < 0.05] = -1
-    orientation = rng.integers(0, 2, t).astype(np.int8)
-    jump_rate, error = np.full(t - 1, 0.05), np.float32(0.01)
+    states, _, genotypes, jump_rate, error = _random_case(seed, missing=0.05)
+    orientation = np.random.default_rng(seed).integers(0, 2, len(genotypes)).astype(np.int8)
 
     def likelihood(o):
         haplotypes = phaser._haplotypes(genotypes, o)
         return sum(_log_likelihood(states, haplotypes[:, h], jump_rate, error) for h in range(2))
 
-    changed = orientation.copy()
-    phaser._rephase(states, phaser._haplotypes(genotypes, orientation), genotypes, changed, jump_rate, error, -1)
+    changed = _rephased(states, genotypes, orientation, jump_rate, error)[0]
     assert likelihood(changed) >= likelihood(orientation) - 1e-3
     assert (changed[genotypes != 1] == orientation[genotypes != 1]).all()
+
+
+def test_a_missing_call_is_filled_with_each_haplotypes_more_probable_allele():
+    """Where a round leaves the phase as it was, each missing call's fill
+    is the allele its haplotype more probably carries there: the one whose
+    likelihood, written out as if it had been called, is higher. Against
+    the truth, the fills beat calling every missing allele ref."""
+    compared = right = ref_right = 0
+    for seed in range(40):
+        states, pair, genotypes, jump_rate, error = _random_case(seed, missing=0.15)
+        truth = (pair[:, 0] > pair[:, 1]).astype(np.int8)  # the true orientation at heterozygous calls
+        changed, fills, changes = _rephased(states, genotypes, truth, jump_rate, error)
+        missing = np.nonzero(genotypes < 0)[0]
+        if changes or not len(missing):
+            continue
+        haplotypes = phaser._haplotypes(genotypes, changed)
+        for h in range(2):
+            for m, j in enumerate(missing):
+                called = [haplotypes[:, h].copy() for _ in range(2)]
+                called[0][j], called[1][j] = 0, 1
+                ref, alt = (_log_likelihood(states, c, jump_rate, error) for c in called)
+                if abs(alt - ref) > 1e-3:
+                    assert fills[m, h] == (alt > ref), f"seed {seed}, site {j}, haplotype {h}"
+                    compared += 1
+            right += (fills[:, h] == pair[missing, h]).sum()
+            ref_right += (pair[missing, h] == 0).sum()
+    assert compared > 100
+    assert right > ref_right
 
 
 def test_draws_are_uniform_and_reproducible():

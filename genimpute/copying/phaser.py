@@ -16,7 +16,8 @@ one left, every other one with its sites in reverse order. The first rounds
 draw each change in proportion to its likelihood, from a seeded hash of
 the round, target and site: taking the most likely, a target stayed where
 only two changes together would have helped. The last rounds copy from
-the other targets' haplotypes too.
+the other targets' haplotypes too, a missing call there the allele the
+round before found more probable for it.
 
 In a round the changes are decided from its last site to its first, in
 the backward sweep: its values carry the changes after the call, the
@@ -163,12 +164,28 @@ def _uniform(seed, a, b):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error, seed):
+def _likelier_allele(forward_row, beyond, alleles):
+    """The allele (0/1) a haplotype more probably carries at a site where
+    its forward values are forward_row and its backward values, before the
+    site's emission, beyond (the states' `alleles` there)."""
+    alt, total = np.float32(0.0), np.float32(0.0)
+    for s in range(len(beyond)):
+        p = forward_row[s] * beyond[s]
+        total += p
+        if alleles[s] == 1:
+            alt += p
+    return np.int8(1) if 2 * alt > total else np.int8(0)
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _rephase(state_alleles, haplotypes, genotypes, orientation, fills, jump_rate, error, seed):
     """Change orientation (in place) at the heterozygous calls after the
     first, right to left, each to the most likely of (seed >= 0: drawn in
     proportion to their likelihoods from) as it is; the two haplotypes
     exchanged from the call on; the alleles of the call and the next
-    0 .. MAX_BLOCK - 1 heterozygous calls exchanged. The changes made."""
+    0 .. MAX_BLOCK - 1 heterozygous calls exchanged. Each missing call's
+    two likelier alleles, as the round leaves the phase, into fills (one
+    row a missing call, in site order). The changes made."""
     t, k = state_alleles.shape
     first = _forward(state_alleles, haplotypes[:, 0].copy(), jump_rate, error, 0, t)
     second = _forward(state_alleles, haplotypes[:, 1].copy(), jump_rate, error, 0, t)
@@ -183,6 +200,7 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error
     block_at = np.zeros(t, dtype=np.int64)  # calls exchanged from here
     hets = np.nonzero(genotypes == 1)[0]
     first_het = hets[0] if len(hets) else t
+    missing = len(fills)
     for j in range(t - 1, 0, -1):
         a, b = haplotypes[j, 0], haplotypes[j, 1]
         stay, jump = np.float32(1.0 - jump_rate[j - 1]), np.float32(jump_rate[j - 1] / k)
@@ -213,6 +231,10 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error
             blocks[1] = beyond
             offset[1] = 0.0
             valid[1] = True
+        if genotypes[j] < 0:  # before the changes to its left, which the toggles below carry
+            missing -= 1
+            fills[missing, 0] = _likelier_allele(first[j], beyond[0], alleles)
+            fills[missing, 1] = _likelier_allele(second[j], beyond[1], alleles)
         first_call, second_call = (b, a) if het else (a, b)  # the blocks' alleles here
         main_first = _step_back(beyond[0], alleles, a, error, stay, jump)
         main_second = _step_back(beyond[1], alleles, b, error, stay, jump)
@@ -220,8 +242,19 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error
             if valid[p]:
                 offset[p, 0] += _step_back(blocks[p, 0], alleles, first_call, error, stay, jump) - main_first
                 offset[p, 1] += _step_back(blocks[p, 1], alleles, second_call, error, stay, jump) - main_second
-    # each change is relative to the phase the changes to its right left, so they add up: exchanges from a call on
-    # and exchanged blocks alike
+    if missing:  # site 0
+        fills[0, 0] = _likelier_allele(first[0], beyond[0], state_alleles[0])
+        fills[0, 1] = _likelier_allele(second[0], beyond[1], state_alleles[0])
+    _toggle(genotypes, hets, exchange_on, block_at, orientation, fills)
+    return exchange_on.sum() + (block_at > 0).sum()
+
+
+@nb.njit(cache=True)
+def _toggle(genotypes, hets, exchange_on, block_at, orientation, fills):
+    """Apply a round's changes to orientation and to the missing calls'
+    fills, whose two alleles go with the heterozygous calls before them.
+    Each change is relative to the phase the changes to its right left, so
+    they add up: exchanges from a call on and exchanged blocks alike."""
     toggled = np.zeros(len(hets) + 1, dtype=np.int64)  # differences: toggled[i] flips calls hets[i:]
     for i in range(len(hets)):
         j = hets[i]
@@ -230,12 +263,17 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, jump_rate, error
         if block_at[j]:
             toggled[i] += 1
             toggled[min(len(hets), i + block_at[j])] += 1
-    parity = 0
-    for i in range(len(hets)):
-        parity += toggled[i]
-        if parity % 2:
-            orientation[hets[i]] = 1 - orientation[hets[i]]
-    return exchange_on.sum() + (block_at > 0).sum()
+    parity, i, m = 0, 0, 0
+    for j in range(len(genotypes)):
+        if i < len(hets) and hets[i] == j:
+            parity += toggled[i]
+            if parity % 2:
+                orientation[j] = 1 - orientation[j]
+            i += 1
+        elif genotypes[j] < 0:
+            if parity % 2:
+                fills[m, 0], fills[m, 1] = fills[m, 1], fills[m, 0]
+            m += 1
 
 
 @nb.njit(cache=True, inline="always")
@@ -246,13 +284,14 @@ def _swap_rows(pair):
 
 
 @nb.njit(cache=True, parallel=True)
-def _phase_round(genotypes, orientation, forward_index, backward_index, haplotype_words, jump_rate, error,
-                 neighbours, max_states, every, size, reverse, own_sample, seed):
+def _phase_round(genotypes, orientation, fills, missing_at, forward_index, backward_index, haplotype_words,
+                 jump_rate, error, neighbours, max_states, every, size, reverse, own_sample, seed):
     """One round over every target (genotypes (t, T) int8, orientation (t,
-    T) int8, changed in place), target q copying no haplotype of sample
-    own_sample[q] (-1: none), its sites in reverse order if `reverse`,
-    drawing its changes if seed >= 0 (seed + q a target's); the changes
-    made per target."""
+    T) int8, changed in place; the fills of target q's missing calls, rows
+    missing_at[q]:missing_at[q + 1] of fills, written), target q copying
+    no haplotype of sample own_sample[q] (-1: none), its sites in reverse
+    order if `reverse`, drawing its changes if seed >= 0 (seed + q a
+    target's); the changes made per target."""
     t, n_targets = genotypes.shape
     n_haplotypes = haplotype_words.shape[0]
     changes = np.zeros(n_targets, dtype=np.int64)
@@ -274,16 +313,18 @@ def _phase_round(genotypes, orientation, forward_index, backward_index, haplotyp
             both = np.concatenate((sightings[g], sightings[g + 1]), axis=1)
             segments, n_states = _composite_states(both, every, t, max_states, slot_of, segment_buffer, heap)
             state_alleles = _state_alleles(haplotype_words, segments, n_states, t)
+            target_fills = fills[missing_at[q]:missing_at[q + 1]]
             if reverse:  # copies in reverse order; forwards the states' table (0.5 MB a target) is not copied
-                column = orientation[::-1, q].copy()
+                column, reversed_fills = orientation[::-1, q].copy(), np.empty_like(target_fills)
                 changes[q] = _rephase(state_alleles[::-1].copy(), queries[::-1, g:g + 2].copy(),
-                                      genotypes[::-1, q].copy(), column, jump_rate[::-1].copy(), error,
+                                      genotypes[::-1, q].copy(), column, reversed_fills, jump_rate[::-1].copy(), error,
                                       -1 if seed < 0 else seed + q)
                 orientation[:, q] = column[::-1]
+                target_fills[:] = reversed_fills[::-1]
             else:
                 column = orientation[:, q].copy()
                 changes[q] = _rephase(state_alleles, queries[:, g:g + 2].copy(), genotypes[:, q].copy(), column,
-                                      jump_rate, error, -1 if seed < 0 else seed + q)
+                                      target_fills, jump_rate, error, -1 if seed < 0 else seed + q)
                 orientation[:, q] = column
     return changes
 
@@ -359,17 +400,20 @@ def _orientation(genotypes: np.ndarray, reference: np.ndarray, n_reference: int,
     orientation = np.empty_like(genotypes)
     for q in range(n_targets):
         orientation[:, q] = _linkage_orientation(genotypes[:, q], words, n_reference)
+    missing_at = np.concatenate(([0], np.cumsum((genotypes < 0).sum(axis=0))))
+    fills = np.zeros((missing_at[-1], 2), dtype=np.int8)  # each missing call's likelier alleles, by target
     jump_rate = switch_probabilities(np.asarray(jump_cm, dtype=np.float64), switch_cm)
     size = max(1, selection_group(2 * n_targets, t, neighbours, nb.get_num_threads()) // 2)
     for r in range(settings.rounds):
         started = time.monotonic()
         with_cohort = r >= settings.rounds - settings.cohort_rounds
         if with_cohort or r == 0:
-            indexes = _indexes(reference, n_reference, genotypes, orientation if with_cohort else None, every)
+            indexes = _indexes(reference, n_reference, _all_haplotypes(genotypes, orientation, fills, missing_at)
+                               if with_cohort else None, every)
         own = n_reference // 2 + np.arange(n_targets, dtype=np.int64) if with_cohort \
             else np.full(n_targets, -1, dtype=np.int64)
         seed = (settings.seed * settings.rounds + r) * n_targets if r < settings.sampled_rounds else -1
-        changes = _phase_round(genotypes, orientation, *indexes, jump_rate, np.float32(settings.error), neighbours,
+        changes = _phase_round(genotypes, orientation, fills, missing_at, *indexes, jump_rate, np.float32(settings.error), neighbours,
                                max_states, every, size, r % 2 == 1, own, seed)
         if progress:
             progress(f"phasing round {r + 1} of {settings.rounds}: {int(changes.sum())} changes, "
@@ -377,23 +421,24 @@ def _orientation(genotypes: np.ndarray, reference: np.ndarray, n_reference: int,
     return orientation
 
 
-def _indexes(reference: np.ndarray, n_reference: int, genotypes: np.ndarray, orientation: np.ndarray | None,
-             every: int) -> tuple:
+def _indexes(reference: np.ndarray, n_reference: int, cohort: np.ndarray | None, every: int) -> tuple:
     """(forward PBWT index, backward index, alleles by haplotype) of the
-    packed reference, and of the targets' haplotypes after it as
-    `orientation` phases them (None: the reference alone). The targets'
-    missing calls read as ref alleles there."""
-    if orientation is None:
+    packed reference, and of the cohort's (t, 2T) 0/1 haplotypes after it
+    (None: the reference alone)."""
+    if cohort is None:
         return *pbwt_indexes(reference, n_reference, every), _packed_by_haplotype(reference, n_reference)
-    cohort = np.maximum(_all_haplotypes(genotypes, orientation), 0).astype(np.uint8)
     packed = _joined(reference, n_reference, None, cohort)
     total = n_reference + cohort.shape[1]
     return *pbwt_indexes(packed, total, every), _packed_by_haplotype(packed, total)
 
 
-def _all_haplotypes(genotypes: np.ndarray, orientation: np.ndarray) -> np.ndarray:
-    """(t, 2T) int8 the targets' haplotypes (-1 missing)."""
-    out = np.empty((genotypes.shape[0], 2 * genotypes.shape[1]), dtype=np.int8)
+def _all_haplotypes(genotypes: np.ndarray, orientation: np.ndarray, fills: np.ndarray,
+                    missing_at: np.ndarray) -> np.ndarray:
+    """(t, 2T) uint8 the targets' haplotypes, each missing call's alleles
+    its fills."""
+    out = np.empty((genotypes.shape[0], 2 * genotypes.shape[1]), dtype=np.uint8)
     for q in range(genotypes.shape[1]):
-        out[:, 2 * q:2 * q + 2] = _haplotypes(genotypes[:, q], orientation[:, q])
+        haplotypes = _haplotypes(genotypes[:, q], orientation[:, q])
+        haplotypes[genotypes[:, q] < 0] = fills[missing_at[q]:missing_at[q + 1]]
+        out[:, 2 * q:2 * q + 2] = haplotypes
     return out
