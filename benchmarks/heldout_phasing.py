@@ -6,7 +6,7 @@ samples' true phase, and its wall time.
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
         [--beagle phase-states=140 ...] [--reference-samples N ...] [--shapeit4]
         [--genimpute "" --genimpute sampled_rounds=0,max_states=800 ...] [--write-phased DIR] [--missing 0.01]
-        [--seed 1]
+        [--no-beagle] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
 panel less the held-out samples; gt.vcf.gz, the held-out samples' phased
@@ -17,7 +17,8 @@ too, as an array's no-calls (switch errors are counted at the calls
 left). --reference-samples N also phases them against N of the
 reference's samples (a seeded draw), with each setting; --iterations N
 is Beagle's `iterations=N`, --beagle any other of its arguments (several
-comma-separated); without either, iterations 12 (Beagle's default) and 4.
+comma-separated); without either, iterations 12 (Beagle's default) and 4;
+--no-beagle leaves Beagle out.
 --shapeit4 phases with shapeit4 too (one thread, as `impute --phaser
 shapeit4` runs it). Each --genimpute phases with genimpute's own phaser
 (genimpute.copying.phaser, as `impute --phaser genimpute` runs it, on
@@ -81,14 +82,15 @@ def with_missing(haps: np.ndarray, fraction: float, seed: int) -> np.ndarray:
 
 def write_phased(source: str, phased: np.ndarray, path: Path) -> None:
     """source's (a phased VCF's) header and records, each record's genotypes
-    those of phased (T, 2S), bgzipped and indexed at path."""
+    those of phased (T, 2S; `.` where missing), bgzipped and indexed at path."""
     with gzip.open(source, "rt") as lines, pysam.BGZFile(str(path), "wb") as out:
         i = 0
         for line in lines:
             if not line.startswith("#"):
                 fields = line.rstrip("\n").split("\t")
                 row = phased[i]
-                fields[9:] = [f"{row[2 * s]}|{row[2 * s + 1]}" for s in range(len(fields) - 9)]
+                alleles = np.where(row < 0, ".", row.astype(str))
+                fields[9:] = [f"{alleles[2 * s]}|{alleles[2 * s + 1]}" for s in range(len(fields) - 9)]
                 line, i = "\t".join(fields) + "\n", i + 1
             out.write(line.encode())
     if i != len(phased):
@@ -145,6 +147,7 @@ def main() -> None:
                         help="other Beagle arguments, comma-separated (phase-states=140)")
     parser.add_argument("--reference-samples", type=int, action="append", default=[],
                         help="also phase against this many of the reference's samples")
+    parser.add_argument("--no-beagle", action="store_true", help="do not phase with Beagle")
     parser.add_argument("--shapeit4", action="store_true", help="also phase with shapeit4")
     parser.add_argument("--genimpute", action="append", default=[],
                         help="also phase with genimpute's own phaser, these settings (FIELD=VALUE,...; '': defaults)")
@@ -165,10 +168,11 @@ def main() -> None:
           f"{(query[:, 0::2] < 0).mean():.2%} of calls missing")
     contig = VCF(f"{args.heldout_dir}/gt.vcf.gz").seqnames[0]
     settings = [[f"iterations={n}"] for n in args.iterations] + [text.split(",") for text in args.beagle]
+    settings = [] if args.no_beagle else settings or [["iterations=12"], ["iterations=4"]]
     for n_reference in [len(ref_samples), *args.reference_samples]:
         drawn = np.sort(np.random.default_rng(args.seed).choice(len(ref_samples), n_reference, replace=False))
         columns = np.stack([2 * drawn, 2 * drawn + 1], axis=1).reshape(-1)
-        for setting in settings or [["iterations=12"], ["iterations=4"]]:
+        for setting in settings:
             phased, seconds = phased_with(setting, "beagle", query, ref_haps[:, columns].astype(np.uint8), contig,
                                           np.array(positions), refs, alts, samples,
                                           [ref_samples[i] for i in drawn], genetic_map=args.map)
