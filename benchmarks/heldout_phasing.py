@@ -5,7 +5,7 @@ samples' true phase, and its wall time.
 
     python benchmarks/heldout_phasing.py HELDOUT_DIR MAP [--iterations 12 --iterations 4 ...]
         [--beagle phase-states=140 ...] [--reference-samples N ...] [--shapeit4]
-        [--genimpute "" --genimpute sampled_rounds=0,max_states=800 ...] [--write-phased DIR] [--missing 0.01]
+        [--genimpute "" --genimpute sampled_rounds=0,states=400 ...] [--write-phased DIR] [--missing 0.01]
         [--no-beagle] [--seed 1]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz, the
@@ -18,14 +18,13 @@ left). --reference-samples N also phases them against N of the
 reference's samples (a seeded draw), with each setting; --iterations N
 is Beagle's `iterations=N`, --beagle any other of its arguments (several
 comma-separated); without either, iterations 12 (Beagle's default) and 4;
---no-beagle leaves Beagle out.
---shapeit4 phases with shapeit4 too (one thread, as `impute --phaser
-shapeit4` runs it). Each --genimpute phases with genimpute's own phaser
-(genimpute.copying.phaser, as `impute --phaser genimpute` runs it, on
-the map given), with those PhasingSettings and CopyingSettings fields
-("": the defaults); its wall includes loading numba's compiled code.
---write-phased DIR writes each phasing of the whole
-reference as DIR/beagle.SETTING.vcf.gz (SETTING the arguments without
+--no-beagle leaves Beagle out. --shapeit4 phases with shapeit4 too (one
+thread, as `impute --phaser shapeit4` runs it). Each --genimpute phases
+with genimpute's own phaser (genimpute.copying.phaser, as `impute
+--phaser genimpute` runs it, on the map given), with those
+PhasingSettings fields ("": the defaults); its wall includes loading
+numba's compiled code. --write-phased DIR writes each phasing of the
+whole reference as DIR/beagle.SETTING.vcf.gz (SETTING the arguments without
 `=`, as iterations4; DIR/shapeit4.vcf.gz; DIR/genimpute.SETTINGS.vcf.gz,
 SETTINGS the fields without `=` and `,`, or `defaults`), gt.vcf.gz's
 records with the phaser's genotypes, for `genimpute impute` and
@@ -46,7 +45,7 @@ import pysam
 from cyvcf2 import VCF
 
 import genimpute.phasing as phasing
-from genimpute.config import CopyingSettings, PhasingSettings
+from genimpute.config import PhasingSettings
 from genimpute.copying.phaser import phase_targets
 from genimpute.io.genetic_map import centimorgans, read_map
 
@@ -114,27 +113,23 @@ def phased_with(settings: list, *args, **kwargs) -> tuple[np.ndarray, float]:
         phasing._command = command
 
 
-def settings_of(text: str) -> tuple[PhasingSettings, CopyingSettings]:
-    """The settings `text` (comma-separated FIELD=VALUE of either class) names, the others their defaults."""
+def settings_of(text: str) -> PhasingSettings:
+    """The PhasingSettings `text` (comma-separated FIELD=VALUE) names, the others their defaults."""
     given = dict(field.split("=", 1) for field in text.split(",") if field)
-    chosen = []
-    for cls in (PhasingSettings, CopyingSettings):
-        types = {f.name: type(f.default) for f in dataclasses.fields(cls)}
-        chosen.append(cls(**{name: types[name](given.pop(name)) for name in list(given) if name in types}))
-    if given:
-        raise SystemExit(f"--genimpute: expected fields of PhasingSettings or CopyingSettings; "
-                         f"found {', '.join(given)}")
-    return chosen[0], chosen[1]
+    types = {f.name: type(f.default) for f in dataclasses.fields(PhasingSettings)}
+    unknown = [name for name in given if name not in types]
+    if unknown:
+        raise SystemExit(f"--genimpute: expected fields of PhasingSettings; found {', '.join(unknown)}")
+    return PhasingSettings(**{name: types[name](value) for name, value in given.items()})
 
 
 def genimpute_phased(text: str, query: np.ndarray, ref_haps: np.ndarray, contig: str, positions: list,
                      genetic_map: str) -> tuple[np.ndarray, float]:
     """(query phased by genimpute's own phaser with the settings `text` names, wall seconds)."""
-    settings, copying = settings_of(text)
+    settings = settings_of(text)
     cm = centimorgans(np.array(positions), *read_map(genetic_map, contig))
     started = time.monotonic()
-    phased = phase_targets(query, np.packbits(ref_haps.astype(np.uint8), axis=1), ref_haps.shape[1], None, cm, copying,
-                           settings)
+    phased = phase_targets(query, np.packbits(ref_haps.astype(np.uint8), axis=1), ref_haps.shape[1], None, cm, settings)
     return phased, time.monotonic() - started
 
 

@@ -123,24 +123,52 @@ BENCHMARK_TOOLS = ("genimpute", "beagle", "minimac4")
 DEFAULT_VALIDATION_FRACTION = 0.05
 
 
+def switch_cm(n_haplotypes: int, site_cm: float, ne: float, site_switch: float) -> float:
+    """cM over which a copying model switches state once on average, in a
+    panel of n_haplotypes with typed sites site_cm cM apart on average: Li
+    and Stephens' H / (0.04 ne), and 1 / site_switch sites' spacing more."""
+    return n_haplotypes / (0.04 * ne) + site_cm / site_switch
+
+
 @dataclass(frozen=True)
 class PhasingSettings:
-    """genimpute's own phaser (genimpute.copying.phaser); its states and
-    neighbours are the copying engine's first pass's for the panel's size."""
+    """genimpute's own phaser (genimpute.copying.phaser)."""
 
     # rounds over every target, each choosing its states again from the phase the last one left. The first
     # sampled_rounds draw each change in proportion to its likelihood, the others take the most likely; the last
-    # cohort_rounds copy from the other targets too, as the round before left them. On 1,000 samples held out of
-    # 4,000-sample panels (two seeds) and of a 16,000-sample one, 26, 68 and 14 switch errors (Beagle 47, 76 and
-    # 10); taking the most likely from the first round, 38, 82 and 13; without the cohort, 41, 87 and 15; error
-    # 1e-2, 33, 71 and 17 (BENCHMARKS.md)
+    # cohort_rounds copy from the other targets too, as the round before left them. With the engine's states
+    # (below), on 1,000 samples held out of 4,000-sample panels (two seeds) and of a 16,000-sample one, 26, 68
+    # and 14 switch errors (Beagle 47, 76 and 10); taking the most likely from the first round, 38, 82 and 13;
+    # without the cohort, 41, 87 and 15; error 1e-2, 33, 71 and 17 (BENCHMARKS.md)
     rounds: int = 8
     sampled_rounds: int = 5
     cohort_rounds: int = 2
     error: float = 1e-3  # probability of showing an allele other than the copied one (the copying engine's)
     seed: int = 1  # of the sampled rounds' draws: the same targets and panel, the same phase
+    # a target's two haplotypes copy from `states` composite states, chosen from the PBWT `neighbours` of each
+    # on either side, both directions, at every sight_every-th typed site, at any panel size; the switch rate is
+    # the copying engine's form (switch_cm) with its own ne. The engine's imputation settings (16 neighbours, 400
+    # states below 4,000 haplotypes and 800 from there, ne 3e5) left 7% more switch errors than Beagle's on 300
+    # samples held out of the real panel (chr20_1kgp1, Omni2.5 sites, three draws: 5,056 against 4,706); these,
+    # 4,735, the targets imputed within 0.0002 of Beagle-phased ones' error. On simulated panels (1,000 to
+    # 16,000 samples) level with the engine's (261 against 259); at 100,000, 1 against 4 (BENCHMARKS.md)
+    neighbours: int = 6
+    states: int = 800
+    sight_every: int = 2
+    ne: float = 5e5
+    site_switch: float = 0.1
+
+    def switch_cm(self, n_haplotypes: int, site_cm: float) -> float:
+        """cM over which the phaser's copying switches state once on average (config.switch_cm)."""
+        return switch_cm(n_haplotypes, site_cm, self.ne, self.site_switch)
 
     def __post_init__(self):
+        for name in ("neighbours", "states", "sight_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"phasing {name}: expected at least 1; found {getattr(self, name)}")
+        if not self.ne > 0 or not 0 < self.site_switch <= 1:
+            raise ValueError(f"phasing switch rate: expected ne > 0 and 0 < site_switch <= 1; found {self.ne} and "
+                             f"{self.site_switch}")
         if not 0 <= self.sampled_rounds <= self.rounds or not 0 <= self.cohort_rounds <= self.rounds:
             raise ValueError(f"phasing rounds: expected 0 <= sampled_rounds, cohort_rounds <= rounds; found "
                              f"{self.sampled_rounds}, {self.cohort_rounds} and {self.rounds}")
@@ -203,11 +231,8 @@ class CopyingSettings:
     margin_switches: float = 2.0
 
     def switch_cm(self, n_haplotypes: int, site_cm: float) -> float:
-        """cM over which the copying model switches state once on average,
-        in a panel of n_haplotypes with typed sites site_cm cM apart on
-        average: Li and Stephens' H / (0.04 ne), and 1 / site_switch sites'
-        spacing more."""
-        return n_haplotypes / (0.04 * self.ne) + site_cm / self.site_switch
+        """cM over which the copying model switches state once on average (config.switch_cm)."""
+        return switch_cm(n_haplotypes, site_cm, self.ne, self.site_switch)
 
     def passes(self, n_haplotypes: int) -> tuple[tuple[int, int], ...]:
         """(neighbours, states) of each forward-backward pass whose P(alt)

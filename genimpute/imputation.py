@@ -76,8 +76,7 @@ def impute(
         phased_by = None
         if not aln.phased:
             aln, phased_by = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel,
-                                    copying or CopyingSettings())
+                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
         typed_mask = aln.typed_records(len(panel))
         engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
             else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
@@ -206,14 +205,13 @@ def _validation(engine, fraction: float | None, seed: int, in_region: np.ndarray
 
 
 def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
-           contigs: list, in_panel: np.ndarray, copying: CopyingSettings) -> tuple[Alignment, str]:
+           contigs: list, in_panel: np.ndarray) -> tuple[Alignment, str]:
     """(the alignment phased, how: phaser_description) of an unphased
     target's matched records on `contigs` (panel contig indices: those to be
     written), phased against the panel with an external phaser (see
     genimpute.phasing; on `genetic_map`, else on the panel's cM where it
     was placed on a map) or genimpute's own (genimpute.copying.phaser, on
-    the panel's cM, with `copying`'s switch rate and states), contig by
-    contig.
+    the panel's cM, with its default PhasingSettings), contig by contig.
     Panel samples that are target samples (`in_panel`) are left out of the
     reference, which would hand them their true phase. Records on other
     contigs stay as they are: nothing of them is written."""
@@ -239,7 +237,7 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
         kept = None if reference.all() else reference
         if tool == BUILT_IN_PHASER:
             phased[on_contig] = phase_targets(aln.haplotypes[on_contig], np.asarray(panel.packed[rows]),
-                                              panel.n_haplotypes, kept, panel.centimorgans[rows], copying,
+                                              panel.n_haplotypes, kept, panel.centimorgans[rows],
                                               progress=log.info)
             continue
         ref_haps = PackedHaplotypes(np.asarray(panel.packed[rows]), panel.n_haplotypes, kept)

@@ -352,7 +352,8 @@ def phaser_description(tool: str, n_reference_samples: int, settings: PhasingSet
     """How `tool` phases against a reference of that many samples, for the output's header."""
     how = {"beagle": "its default settings", "shapeit4": "one thread",
            BUILT_IN_PHASER: f"{settings.rounds} rounds, {settings.sampled_rounds} sampled, the last "
-                            f"{settings.cohort_rounds} with the cohort, seed {settings.seed}"}[tool]
+                            f"{settings.cohort_rounds} with the cohort, {settings.states} states, "
+                            f"seed {settings.seed}"}[tool]
     return f"{tool} ({how}) against {n_reference_samples} panel samples at the typed sites"
 
 

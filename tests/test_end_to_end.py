@@ -219,8 +219,8 @@ def test_unphased_target_is_phased_by_genimpute_s_own_phaser(tmp_path, trained, 
     run(["-q", "impute", str(unphased), "--model", str(trained), "--phaser", "genimpute",
          "--out", str(tmp_path / "p.vcf.gz")])
     out = cyvcf2.VCF(str(tmp_path / "p.vcf.gz"))
-    assert "##genimputePhasing=genimpute (8 rounds, 5 sampled, the last 2 with the cohort, seed 1) against " \
-        in out.raw_header
+    assert "##genimputePhasing=genimpute (8 rounds, 5 sampled, the last 2 with the cohort, 800 states, seed 1) " \
+        "against " in out.raw_header
     unphased_calls = {v.POS: v.genotype.array()[:, :2] for v in cyvcf2.VCF(str(unphased))}
     phased_calls = {v.POS: v.genotype.array() for v in out if v.POS in unphased_calls and not v.INFO.get("IMP")}
     assert len(phased_calls) > 50

@@ -159,7 +159,7 @@ def test_panel_samples_are_left_out_of_genimpute_s_own_phaser_s_reference(traine
     target = _unphased(_panel_samples_as_target(tmp_path, {"HG00096": "HG00096"}), tmp_path)
     calls = []
 
-    def phase_as_given(haps, packed, n_haplotypes, kept, centimorgans, copying, **kwargs):
+    def phase_as_given(haps, packed, n_haplotypes, kept, centimorgans, **kwargs):
         calls.append((n_haplotypes, kept))
         return haps
 

@@ -22,7 +22,7 @@ def data():
 def _phase(d, haps=None, ref_haps=None, kept=None, settings=PhasingSettings()):
     ref_haps = d.ref_haps if ref_haps is None else ref_haps
     return phaser.phase_targets(d.unphased if haps is None else haps, np.packbits(ref_haps, axis=1),
-                                ref_haps.shape[1], kept, d.positions * CM_PER_BP, CopyingSettings(), settings)
+                                ref_haps.shape[1], kept, d.positions * CM_PER_BP, settings)
 
 
 def test_phasing_keeps_genotypes_and_recovers_phase(data):
@@ -181,6 +181,23 @@ def test_settings_are_checked():
         PhasingSettings(sampled_rounds=9)
     with pytest.raises(ValueError, match="phasing error: expected a probability in"):
         PhasingSettings(error=0.5)
+    with pytest.raises(ValueError, match="phasing states: expected at least 1; found 0"):
+        PhasingSettings(states=0)
+    with pytest.raises(ValueError, match="phasing switch rate: expected ne > 0 and 0 < site_switch <= 1; found 0"):
+        PhasingSettings(ne=0)
+
+
+def test_the_phaser_copies_from_its_own_states_and_switch_rate(data):
+    """PhasingSettings' neighbours, states and ne reach the rounds: two
+    states phase far worse than the defaults, and a switch rate 500 times
+    lower phases otherwise. Its switch rate has the copying engine's form."""
+    phased = _phase(data)
+    assert switch_errors(_phase(data, settings=PhasingSettings(neighbours=1, states=2)), data.truth)[0] > \
+        2 * max(1, switch_errors(phased, data.truth)[0])
+    assert not np.array_equal(_phase(data, settings=PhasingSettings(ne=1e3)), phased)
+    settings = PhasingSettings(ne=4e5, site_switch=0.2)
+    assert settings.switch_cm(1000, 0.01) == CopyingSettings(ne=4e5, site_switch=0.2).switch_cm(1000, 0.01) == \
+        pytest.approx(1000 / (0.04 * 4e5) + 0.01 / 0.2)
 
 
 def test_a_reference_with_no_haplotype_kept_is_refused(data):

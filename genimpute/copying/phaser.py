@@ -6,7 +6,8 @@ each heterozygous call after the first takes the most likely of: the
 phase as it is; the two haplotypes exchanged from the call on; the alleles
 of the call and of up to MAX_BLOCK - 1 calls after it exchanged, the rest
 kept. A likelihood is each haplotype's Li and Stephens likelihood over the
-states (the engine's switch rate), their product the pair's.
+states (a switch rate of the engine's form, PhasingSettings' own ne),
+their product the pair's.
 
 The first phase orders each heterozygous call against the one before by
 the panel's haplotypes: cis if more of them carry the two calls' alleles
@@ -33,7 +34,7 @@ import time
 import numba as nb
 import numpy as np
 
-from genimpute.config import CopyingSettings, PhasingSettings
+from genimpute.config import PhasingSettings
 from genimpute.copying.hmm import FAST, _emission, _forward, switch_probabilities
 from genimpute.copying.model import selection_group
 from genimpute.copying.pbwt import _sightings, count_ones, pbwt_indexes
@@ -330,8 +331,7 @@ def _phase_round(genotypes, orientation, fills, missing_at, forward_index, backw
 
 
 def phase_targets(haps: np.ndarray, packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None,
-                  centimorgans: np.ndarray, copying: CopyingSettings, settings: PhasingSettings = PhasingSettings(),
-                  progress=None) -> np.ndarray:
+                  centimorgans: np.ndarray, settings: PhasingSettings = PhasingSettings(), progress=None) -> np.ndarray:
     """(T, 2S) int8 target alleles at T typed sites of one contig, each
     sample's heterozygous calls phased against the panel; every other cell
     (homozygous, missing, half-missing, haploid) as given.
@@ -341,9 +341,8 @@ def phase_targets(haps: np.ndarray, packed: np.ndarray, n_haplotypes: int, kept:
     alleles is ignored. packed: (T, ceil(H / 8)) uint8 the panel's
     haplotypes at those sites (np.packbits' order), H = n_haplotypes, of
     which the columns `kept` ((H,) bool; None: all) are the reference.
-    centimorgans: (T,) the sites' map positions. copying: the copying
-    engine's settings, whose switch rate, neighbours and states the phaser
-    takes for the panel's size. progress: called with a line per round."""
+    centimorgans: (T,) the sites' map positions. progress: called with a
+    line per round."""
     haps = np.asarray(haps)
     first, second = haps[:, 0::2], haps[:, 1::2]
     genotypes = np.where((first >= 0) & (second >= 0), first + second, -1).astype(np.int8)
@@ -354,9 +353,8 @@ def phase_targets(haps: np.ndarray, packed: np.ndarray, n_haplotypes: int, kept:
         raise ValueError("expected a reference of at least one haplotype; found none kept")
     cm = np.maximum.accumulate(np.asarray(centimorgans, dtype=np.float64))
     site_cm = (cm[-1] - cm[0]) / (len(cm) - 1)
-    neighbours, max_states = copying.passes(n_reference)[0]
-    orientation = _orientation(genotypes, reference, n_reference, np.diff(cm), copying.switch_cm(n_reference, site_cm),
-                               neighbours, max_states, copying.sight_every, settings, progress)
+    orientation = _orientation(genotypes, reference, n_reference, np.diff(cm), settings.switch_cm(n_reference, site_cm),
+                               settings, progress)
     het = genotypes == 1
     out = haps.astype(np.int8, copy=True)
     out[:, 0::2] = np.where(het, orientation, first)
@@ -388,8 +386,7 @@ def _joined(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None, extr
 
 
 def _orientation(genotypes: np.ndarray, reference: np.ndarray, n_reference: int, jump_cm: np.ndarray,
-                 switch_cm: float, neighbours: int, max_states: int, every: int, settings: PhasingSettings,
-                 progress) -> np.ndarray:
+                 switch_cm: float, settings: PhasingSettings, progress) -> np.ndarray:
     """(t, T) int8 orientation of T targets' calls (genotypes (t, T) int8
     alt counts, -1 missing; 1 at a heterozygous call: its alt on the first
     haplotype) against the packed reference (t, ceil(n_reference / 8));
@@ -403,18 +400,19 @@ def _orientation(genotypes: np.ndarray, reference: np.ndarray, n_reference: int,
     missing_at = np.concatenate(([0], np.cumsum((genotypes < 0).sum(axis=0))))
     fills = np.zeros((missing_at[-1], 2), dtype=np.int8)  # each missing call's likelier alleles, by target
     jump_rate = switch_probabilities(np.asarray(jump_cm, dtype=np.float64), switch_cm)
-    size = max(1, selection_group(2 * n_targets, t, neighbours, nb.get_num_threads()) // 2)
+    size = max(1, selection_group(2 * n_targets, t, settings.neighbours, nb.get_num_threads()) // 2)
     for r in range(settings.rounds):
         started = time.monotonic()
         with_cohort = r >= settings.rounds - settings.cohort_rounds
         if with_cohort or r == 0:
             indexes = _indexes(reference, n_reference, _all_haplotypes(genotypes, orientation, fills, missing_at)
-                               if with_cohort else None, every)
+                               if with_cohort else None, settings.sight_every)
         own = n_reference // 2 + np.arange(n_targets, dtype=np.int64) if with_cohort \
             else np.full(n_targets, -1, dtype=np.int64)
         seed = (settings.seed * settings.rounds + r) * n_targets if r < settings.sampled_rounds else -1
-        changes = _phase_round(genotypes, orientation, fills, missing_at, *indexes, jump_rate, np.float32(settings.error), neighbours,
-                               max_states, every, size, r % 2 == 1, own, seed)
+        changes = _phase_round(genotypes, orientation, fills, missing_at, *indexes, jump_rate,
+                               np.float32(settings.error), settings.neighbours, settings.states, settings.sight_every,
+                               size, r % 2 == 1, own, seed)
         if progress:
             progress(f"phasing round {r + 1} of {settings.rounds}: {int(changes.sum())} changes, "
                      f"{time.monotonic() - started:.1f} s")
