@@ -161,7 +161,7 @@ def main() -> None:
     query = with_missing(unphased(truth, args.seed), args.missing, args.seed)
     print(f"{len(samples)} held-out samples, {len(ref_samples)} reference samples, {len(keys)} records, "
           f"{(query[:, 0::2] < 0).mean():.2%} of calls missing")
-    contig = VCF(f"{args.heldout_dir}/gt.vcf.gz").seqnames[0]
+    contig = next(iter(VCF(f"{args.heldout_dir}/gt.vcf.gz"))).CHROM  # the header may name other contigs first
     settings = [[f"iterations={n}"] for n in args.iterations] + [text.split(",") for text in args.beagle]
     settings = [] if args.no_beagle else settings or [["iterations=12"], ["iterations=4"]]
     for n_reference in [len(ref_samples), *args.reference_samples]:
