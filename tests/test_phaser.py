@@ -189,8 +189,9 @@ def test_settings_are_checked():
 
 def test_the_phaser_copies_from_its_own_states_and_switch_rate(data):
     """PhasingSettings' neighbours, states and ne reach the rounds: two
-    states phase far worse than the defaults, and a switch rate 500 times
-    lower phases otherwise. Its switch rate has the copying engine's form."""
+    states phase far worse than the defaults, and an ne 500 times lower
+    (fewer switches) phases otherwise. Its switch rate has the copying
+    engine's form."""
     phased = _phase(data)
     assert switch_errors(_phase(data, settings=PhasingSettings(neighbours=1, states=2)), data.truth)[0] > \
         2 * max(1, switch_errors(phased, data.truth)[0])
