@@ -102,6 +102,6 @@ def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
 def switch_probabilities(jump_cm, switch_cm):
     """The probability of switching state between neighbouring typed sites
     jump_cm cM apart, the model switching once per switch_cm cM on average
-    (CopyingSettings.switch_cm: as Li and Stephens', rarer the more
-    haplotypes the panel has to copy from)."""
+    (config.switch_cm: as Li and Stephens', rarer the more haplotypes the
+    panel has to copy from)."""
     return -np.expm1(-jump_cm / switch_cm)

@@ -296,6 +296,7 @@ def _phase_round(genotypes, orientation, fills, missing_at, forward_index, backw
     t, n_targets = genotypes.shape
     n_haplotypes = haplotype_words.shape[0]
     changes = np.zeros(n_targets, dtype=np.int64)
+    reversed_rate = jump_rate[::-1].copy()  # the same for every target of a reversed round
     for group in nb.prange((n_targets + size - 1) // size):
         start, stop = group * size, min(n_targets, (group + 1) * size)
         queries = np.empty((t, 2 * (stop - start)), dtype=np.int8)
@@ -318,7 +319,7 @@ def _phase_round(genotypes, orientation, fills, missing_at, forward_index, backw
             if reverse:  # copies in reverse order; forwards the states' table (0.5 MB a target) is not copied
                 column, reversed_fills = orientation[::-1, q].copy(), np.empty_like(target_fills)
                 changes[q] = _rephase(state_alleles[::-1].copy(), queries[::-1, g:g + 2].copy(),
-                                      genotypes[::-1, q].copy(), column, reversed_fills, jump_rate[::-1].copy(), error,
+                                      genotypes[::-1, q].copy(), column, reversed_fills, reversed_rate, error,
                                       -1 if seed < 0 else seed + q)
                 orientation[:, q] = column[::-1]
                 target_fills[:] = reversed_fills[::-1]
