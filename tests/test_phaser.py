@@ -204,3 +204,23 @@ def test_the_phaser_copies_from_its_own_states_and_switch_rate(data):
 def test_a_reference_with_no_haplotype_kept_is_refused(data):
     with pytest.raises(ValueError, match="expected a reference of at least one haplotype; found none kept"):
         _phase(data, kept=np.zeros(data.ref_haps.shape[1], dtype=bool))
+
+
+def test_ties_keep_the_phase():
+    """Where every state carries one allele, exchanging a heterozygous
+    call's alleles leaves the pair's likelihood as it was: the greedy
+    choice keeps the phase however the float32 sums round, so that a
+    compile that orders them otherwise phases alike. Exchanging the
+    haplotypes from the call on, a real change, is still taken."""
+    rng = np.random.default_rng(5)
+    k, kept, exchanged = 800, 0, 0
+    blocks, offset, valid = np.zeros((phaser.MAX_BLOCK, 2, k), np.float32), np.zeros((phaser.MAX_BLOCK, 2)), \
+        np.zeros(phaser.MAX_BLOCK, dtype=np.bool_)
+    for _ in range(200):
+        first, second, beyond = (rng.random((n, k)).astype(np.float32) for n in (1, 1, 2))
+        alleles = np.full(k, rng.integers(2), dtype=np.int8)
+        choice = phaser._change(first[0], second[0], beyond, blocks, offset, valid, alleles, 1, 0, np.float32(0.01),
+                                np.float32(0.9), np.float32(1e-4), -1.0)
+        assert choice in (-1, 0)
+        kept, exchanged = kept + (choice == -1), exchanged + (choice == 0)
+    assert kept > 20 and exchanged > 20

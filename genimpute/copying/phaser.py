@@ -5,8 +5,9 @@ pieces. Each target's two haplotypes copy from one set of composite states
 each heterozygous call after the first takes the most likely of: the
 phase as it is; the two haplotypes exchanged from the call on; the alleles
 of the call and of up to MAX_BLOCK - 1 calls after it exchanged, the rest
-kept. A likelihood is each haplotype's Li and Stephens likelihood over the
-states (a switch rate of the engine's form, PhasingSettings' own ne),
+kept (the first of these within TIE of the most likely: ties keep the
+phase). A likelihood is each haplotype's Li and Stephens likelihood over
+the states (a switch rate of the engine's form, PhasingSettings' own ne),
 their product the pair's.
 
 The first phase orders each heterozygous call against the one before by
@@ -120,16 +121,21 @@ def _step_back(beyond, alleles, call, error, stay, jump):
 
 # the most heterozygous calls in a row whose alleles one change exchanges, leaving those on either side
 MAX_BLOCK = 4
+# a change chosen (not drawn) must beat each one before it (keeping the phase first) by more than this log
+# likelihood. Exact ties are common (where every state carries one allele, exchanging a call's alleles
+# changes nothing), and the float32 sums settle them as a compile orders them: a run that compiles _rephase
+# into _phase_round and one that links its cached copy would phase some samples differently
+TIE = 1e-4
 
 
 @nb.njit(cache=True, fastmath=FAST)
 def _change(first_row, second_row, beyond, blocks, offset, valid, alleles, a, b, error, stay, jump, draw):
     """At a heterozygous call whose haplotypes show a and b: -1 to keep the
     phase, 0 to exchange the haplotypes from the call on, n > 0 to
-    exchange the alleles of n calls from it on: the most likely if draw <
-    0, else drawn in proportion to their likelihoods with draw, uniform in
-    [0, 1) (first_row, second_row: each haplotype's forward values at the
-    site before)."""
+    exchange the alleles of n calls from it on: if draw < 0 the first of
+    those within TIE of the most likely, else drawn in proportion to their
+    likelihoods with draw, uniform in [0, 1) (first_row, second_row: each
+    haplotype's forward values at the site before)."""
     logs = np.full(MAX_BLOCK + 2, -np.inf)  # keep, exchange on, blocks of 1 .. MAX_BLOCK
     logs[0] = np.log(_junction(first_row, beyond[0], alleles, a, error, stay, jump)) + \
         np.log(_junction(second_row, beyond[1], alleles, b, error, stay, jump))
@@ -144,7 +150,7 @@ def _change(first_row, second_row, beyond, blocks, offset, valid, alleles, a, b,
         if p > 0:
             logs[p + 2] += offset[p, 0] + offset[p, 1]
     if draw < 0:
-        return np.argmax(logs) - 1
+        return np.argmax(logs >= logs.max() - TIE) - 1
     weights = np.exp(logs - logs.max())
     cumulative = np.cumsum(weights)
     return np.searchsorted(cumulative, draw * cumulative[-1], side="right") - 1
@@ -168,14 +174,15 @@ def _uniform(seed, a, b):
 def _likelier_allele(forward_row, beyond, alleles):
     """The allele (0/1) a haplotype more probably carries at a site where
     its forward values are forward_row and its backward values, before the
-    site's emission, beyond (the states' `alleles` there)."""
+    site's emission, beyond (the states' `alleles` there): ref unless alt
+    is more probable by more than TIE (as _change's ties)."""
     alt, total = np.float32(0.0), np.float32(0.0)
     for s in range(len(beyond)):
         p = forward_row[s] * beyond[s]
         total += p
         if alleles[s] == 1:
             alt += p
-    return np.int8(1) if 2 * alt > total else np.int8(0)
+    return np.int8(1) if np.log(alt) - np.log(total - alt) > TIE else np.int8(0)
 
 
 @nb.njit(cache=True, fastmath=FAST)
