@@ -66,13 +66,16 @@ RUN if [ "$TORCH" = "cpu" ]; then \
 
 RUN useradd --create-home --uid 1000 genimpute && chown -R genimpute /opt/genimpute/genimpute
 USER genimpute
-# numba compiles the copying engine and the VCF writer on first use (about
-# 40 s; the same code for panels of every size) and caches the machine code
-# beside the sources. Compiled here, once, by the user who runs them, every
-# `docker run` (a fresh container) starts warm on a machine of the build's
-# CPU type (another type compiles again, as numba keys its cache on the CPU).
+# numba compiles the copying engine, the VCF writer and the phaser on first
+# use (about a minute; the same code for panels of every size) and caches the
+# machine code beside the sources. Compiled here, once, by the user who runs
+# them, every `docker run` (a fresh container) starts warm on a machine of the
+# build's CPU type (another type compiles again, as numba keys its cache on
+# the CPU).
 # The example panel is imputed from its VCF, then converted to a compact
-# panel and imputed from that, whose coding and decoding are numba's too.
+# panel and imputed from that, whose coding and decoding are numba's too;
+# then the example targets, their phase taken away, are phased with
+# genimpute's own phaser (`--phaser genimpute`, numba's as well) and imputed.
 RUN --mount=type=bind,source=examples/data,target=/tmp/warm \
     genimpute -q impute /tmp/warm/targets.omni2.5.vcf.gz --ref /tmp/warm/panel.vcf.gz \
         --map /tmp/warm/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/warm-up.vcf.gz \
@@ -80,7 +83,10 @@ RUN --mount=type=bind,source=examples/data,target=/tmp/warm \
         --out /tmp/warm-up.gpanel \
     && genimpute -q impute /tmp/warm/targets.omni2.5.vcf.gz --ref /tmp/warm-up.gpanel \
         --out /tmp/warm-up.vcf.gz --force \
-    && rm /tmp/warm-up.vcf.gz /tmp/warm-up.vcf.gz.tbi /tmp/warm-up.gpanel
+    && gzip -dc /tmp/warm/targets.omni2.5.vcf.gz | sed '/^#/!s/|/\//g' > /tmp/warm-up.unphased.vcf \
+    && genimpute -q impute /tmp/warm-up.unphased.vcf --ref /tmp/warm-up.gpanel --phaser genimpute \
+        --out /tmp/warm-up.vcf.gz --force \
+    && rm /tmp/warm-up.vcf.gz /tmp/warm-up.vcf.gz.tbi /tmp/warm-up.gpanel /tmp/warm-up.unphased.vcf
 WORKDIR /data
 ENTRYPOINT ["genimpute"]
 CMD ["--help"]

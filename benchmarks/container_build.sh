@@ -5,10 +5,10 @@
 # image, then its `test` target), and runs inside them `genimpute --version`,
 # the README's quickstart (`bash examples/quickstart.sh`, in the runtime
 # image with the checkout's examples/ mounted), an imputation in a fresh
-# container from the example panel, a conversion of it and an imputation
-# from the compact file in another (failing if numba compiled anything
-# there), and the README's test command (`python -m pytest -q`, in the test
-# image).
+# container from the example panel, a conversion of it, an imputation from
+# the compact file and one of unphased targets with the own phaser in
+# another (failing if numba compiled anything there), and the README's test
+# command (`python -m pytest -q`, in the test image).
 # Prints each step's result and wall time and a summary; exits non-zero if
 # any step fails. The whole output also goes to OUT_DIR/container_build.log.
 #
@@ -238,15 +238,19 @@ step "quickstart (bash examples/quickstart.sh)" 30m "${run[@]}" -v "$out/contain
 step "impute --ref in a fresh container" 10m "${run[@]}" -v "$root/examples:/data/examples:ro" "$image" \
   -q impute examples/data/targets.omni2.5.vcf.gz --ref examples/data/panel.vcf.gz \
   --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/fresh.vcf.gz || failed=1
-# and converts a panel and imputes from the compact file compiling nothing:
-# numba writes a cache file beside the sources for whatever it compiles
+# and converts a panel and imputes from the compact file, and phases unphased
+# targets with genimpute's own phaser, compiling nothing: numba writes a cache
+# file beside the sources for whatever it compiles
 # shellcheck disable=SC2016  # the script is the container's, expanded there
-step "panel, impute from it, nothing compiled, in a fresh container" 10m "${run[@]}" \
+step "panel, impute from it, own phaser, nothing compiled, in a fresh container" 10m "${run[@]}" \
   -v "$root/examples:/data/examples:ro" --entrypoint bash "$image" -c '
   touch /tmp/start \
   && genimpute -q panel examples/data/panel.vcf.gz --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map \
        --out /tmp/fresh.gpanel \
   && genimpute -q impute examples/data/targets.omni2.5.vcf.gz --ref /tmp/fresh.gpanel --out /tmp/fresh.vcf.gz \
+  && gzip -dc examples/data/targets.omni2.5.vcf.gz | sed "/^#/!s/|/\//g" > /tmp/unphased.vcf \
+  && genimpute -q impute /tmp/unphased.vcf --ref examples/data/panel.vcf.gz --phaser genimpute \
+       --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/phased.vcf.gz \
   && compiled=$(find /opt/genimpute/genimpute -name "*.nb[ic]" -newer /tmp/start) \
   && if [ -n "$compiled" ]; then echo "compiled in the container: $compiled"; exit 1; fi' || failed=1
 step "tests (python -m pytest -q)" 60m "${run[@]}" "$test_image" python -m pytest -q || failed=1
