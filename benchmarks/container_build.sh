@@ -7,8 +7,9 @@
 # image with the checkout's examples/ mounted), an imputation in a fresh
 # container from the example panel, a conversion of it, an imputation from
 # the compact file and one of unphased targets with the own phaser in
-# another (failing if numba compiled anything there), and the README's test
-# command (`python -m pytest -q`, in the test image).
+# another and in a read-only container (failing if numba compiled anything
+# there), and the README's test command (`python -m pytest -q`, in the test
+# image).
 # Prints each step's result and wall time and a summary; exits non-zero if
 # any step fails. The whole output also goes to OUT_DIR/container_build.log.
 #
@@ -252,6 +253,22 @@ step "panel, impute from it, own phaser, nothing compiled, in a fresh container"
   && genimpute -q impute /tmp/unphased.vcf --ref examples/data/panel.vcf.gz --phaser genimpute \
        --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/phased.vcf.gz \
   && compiled=$(find /opt/genimpute/genimpute -name "*.nb[ic]" -newer /tmp/start) \
+  && if [ -n "$compiled" ]; then echo "compiled in the container: $compiled"; exit 1; fi' || failed=1
+# and in a read-only container (as Apptainer or Kubernetes' readOnlyRootFilesystem run one; podman gives it a
+# tmpfs /tmp), where genimpute points numba at /tmp with the build's compiled code copied in: it imputes, with
+# the own phaser too, compiling nothing (every file there keeps its build-time stamp)
+# shellcheck disable=SC2016  # the script is the container's, expanded there
+step "impute, own phaser, nothing compiled, in a read-only container" 10m "${run[@]}" --read-only \
+  -v "$root/examples:/data/examples:ro" --entrypoint bash "$image" -c '
+  touch /tmp/start \
+  && genimpute -q impute examples/data/targets.omni2.5.vcf.gz --ref examples/data/panel.vcf.gz \
+       --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/fresh.vcf.gz \
+  && gzip -dc examples/data/targets.omni2.5.vcf.gz | sed "/^#/!s/|/\//g" > /tmp/unphased.vcf \
+  && genimpute -q impute /tmp/unphased.vcf --ref examples/data/panel.vcf.gz --phaser genimpute \
+       --map examples/data/plink.chr20_8.9-9.4Mb.GRCh37.map --out /tmp/phased.vcf.gz \
+  && copied=$(find /tmp/genimpute-numba-* -name "*.nb[ic]" | wc -l) \
+  && compiled=$(find /tmp/genimpute-numba-* -name "*.nb[ic]" -newer /tmp/start) \
+  && echo "$copied compiled files copied to /tmp" && [ "$copied" -gt 0 ] \
   && if [ -n "$compiled" ]; then echo "compiled in the container: $compiled"; exit 1; fi' || failed=1
 step "tests (python -m pytest -q)" 60m "${run[@]}" "$test_image" python -m pytest -q || failed=1
 exit "$failed"

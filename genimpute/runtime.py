@@ -1,4 +1,5 @@
-"""Process-level settings: device choice, allocator and thread tuning."""
+"""Process-level settings: device choice, allocator and thread tuning, where
+numba caches its compiled code."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import ctypes
 import gc
 import logging
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from threadpoolctl import threadpool_limits
@@ -20,6 +24,62 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _thread_limit: int | None = None  # --threads, once given
+PACKAGE = Path(__file__).resolve().parent
+
+
+def locate_numba_cache() -> Path | None:
+    """Give numba a directory it can write its compiled code to where the
+    package's own cannot be written (a read-only container: Apptainer's
+    images, `docker run --read-only`, Kubernetes' readOnlyRootFilesystem),
+    with the code compiled there at install time (the Dockerfile's warm-up)
+    copied in, so that such a container starts warm. numba itself would
+    fall back to the user's cache directory, compiling everything again
+    (a minute), and with no writable home refuse to run ("cannot cache
+    function ...: no locator available"). Takes the user's cache directory,
+    else the system's temporary one; leaves NUMBA_CACHE_DIR as it is when
+    set. Run before any module that compiles with numba is imported: the
+    directory numba took (None: its own beside the sources)."""
+    if os.environ.get("NUMBA_CACHE_DIR") or _writable(PACKAGE / "copying" / "__pycache__"):
+        return None
+    candidates = [Path(tempfile.gettempdir()) / f"genimpute-numba-{os.getuid()}"]
+    user_cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    if not user_cache.startswith("~"):  # no home known (an arbitrary container uid): the temporary one alone
+        candidates.insert(0, Path(user_cache) / "genimpute" / "numba")
+    for directory in candidates:
+        if _writable(directory):
+            _copy_compiled(PACKAGE, directory)
+            os.environ["NUMBA_CACHE_DIR"] = str(directory)
+            if "numba" in sys.modules:  # imported before genimpute: it read the environment already
+                sys.modules["numba"].config.CACHE_DIR = str(directory)
+            return directory
+    raise GenimputeError(f"expected a writable directory for numba's compiled code; found "
+                         f"{', '.join(map(str, [PACKAGE, *candidates]))} read-only: set NUMBA_CACHE_DIR to one")
+
+
+def _writable(directory: Path) -> bool:
+    """Whether directory exists or can be made, and a file written in it (as numba tests its cache's)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError:
+        return False
+    return True
+
+
+def _copy_compiled(package: Path, cache: Path) -> None:
+    """Copy the numba cache files beside package's sources to where numba
+    looks for them under the cache directory `cache` (as it names them for
+    NUMBA_CACHE_DIR), each that is not there yet. Each is written under
+    another name and renamed: jobs starting together read whole files."""
+    from numba.core.caching import _CacheLocator
+
+    for path in package.rglob("__pycache__/*.nb[ic]"):
+        target = cache / _CacheLocator.get_suitable_cache_subpath(str(path.parent.parent / "module.py")) / path.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+            shutil.copy2(path, partial)
+            os.replace(partial, target)
 
 
 def usable_cores() -> int:

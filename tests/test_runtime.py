@@ -1,8 +1,14 @@
 """Process-level settings the CLI makes before any work."""
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
+
+from genimpute import runtime
+from genimpute.errors import GenimputeError
 
 
 def test_numpys_blas_gets_one_thread_and_torch_keeps_its_own():
@@ -32,3 +38,46 @@ def test_objects_alive_at_exit_are_frozen_before_the_final_collection():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["unfrozen before exit True", "frozen True"]
+
+
+def test_a_read_only_package_caches_numbas_code_elsewhere_and_starts_warm(tmp_path):
+    """Where the package's directory cannot be written (faked here: the
+    tests may run as root), numba is pointed at the user's cache directory
+    with the code compiled beside the sources copied in, and loads it from
+    there: no compile in the read-only run."""
+    package = tmp_path / "readonly_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef double(x):\n    return 2 * x\n")
+    env = {name: value for name, value in os.environ.items() if name != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    subprocess.run([sys.executable, "-c", "import readonly_pkg.mod as m; m.double(3)"], env=env, check=True)
+    assert list((package / "__pycache__").glob("mod.double-*.nbi"))  # compiled at "install time"
+    script = (
+        "import json, os\n"
+        "from pathlib import Path\n"
+        "import genimpute.runtime as r\n"
+        f"r.PACKAGE = Path({str(package)!r})\n"
+        "writable = r._writable\n"
+        "r._writable = lambda d: d != r.PACKAGE and r.PACKAGE not in d.parents and writable(d)\n"
+        "used = r.locate_numba_cache()\n"
+        "import readonly_pkg.mod as m\n"
+        "m.double(3)\n"
+        "print(json.dumps([str(used), os.environ['NUMBA_CACHE_DIR'], sum(m.double.stats.cache_hits.values()),\n"
+        "                  sum(m.double.stats.cache_misses.values())]))\n"
+    )
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    used, cache_dir, hits, misses = json.loads(subprocess.run([sys.executable, "-c", script], env=env, check=True,
+                                                              capture_output=True, text=True).stdout)
+    assert used == cache_dir == str(tmp_path / "cache" / "genimpute" / "numba")
+    assert (hits, misses) == (1, 0)
+
+
+def test_numba_cache_dir_given_is_kept_and_no_writable_directory_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert runtime.locate_numba_cache() is None
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    monkeypatch.setattr(runtime, "_writable", lambda directory: False)
+    with pytest.raises(GenimputeError, match="expected a writable directory for numba's compiled code; found .* "
+                                             "read-only: set NUMBA_CACHE_DIR to one"):
+        runtime.locate_numba_cache()
