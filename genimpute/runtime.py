@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import gc
+import hashlib
 import logging
 import os
 import shutil
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _thread_limit: int | None = None  # --threads, once given
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(os.path.abspath(os.path.dirname(__file__)))  # as numba names the sources: not resolved
 
 
 def locate_numba_cache() -> Path | None:
@@ -56,6 +57,19 @@ def locate_numba_cache() -> Path | None:
                          f"{', '.join(map(str, [PACKAGE, *candidates]))} read-only: set NUMBA_CACHE_DIR to one")
 
 
+def announce_first_compile(function, what: str, seconds: int) -> None:
+    """Log that numba compiles `what` on this run (about `seconds` s on 2
+    cores, once a machine) where it has no code cached for `function`, its
+    entry point: a first run otherwise looks stalled, 44 s for a job that
+    takes under one warm. Silent where numba's cache cannot be read so."""
+    try:
+        cached = os.path.exists(function._cache._cache_file._index_path)
+    except AttributeError:  # not a cached dispatcher, or numba lays its cache out otherwise
+        return
+    if not cached:
+        log.info("numba compiles %s on this first run on this machine: about %d s more, once", what, seconds)
+
+
 def _writable(directory: Path) -> bool:
     """Whether directory exists or can be made, and a file written in it (as numba tests its cache's)."""
     try:
@@ -68,13 +82,14 @@ def _writable(directory: Path) -> bool:
 
 def _copy_compiled(package: Path, cache: Path) -> None:
     """Copy the numba cache files beside package's sources to where numba
-    looks for them under the cache directory `cache` (as it names them for
-    NUMBA_CACHE_DIR), each that is not there yet. Each is written under
+    looks for them under the cache directory `cache`, each that is not
+    there yet: a source directory's in cache/NAME_SHA1, NAME its last part
+    and SHA1 that of its path (numba's _CacheLocator.get_suitable_cache_subpath,
+    not imported: `import genimpute` loads no numba). Each is written under
     another name and renamed: jobs starting together read whole files."""
-    from numba.core.caching import _CacheLocator
-
     for path in package.rglob("__pycache__/*.nb[ic]"):
-        target = cache / _CacheLocator.get_suitable_cache_subpath(str(path.parent.parent / "module.py")) / path.name
+        sources = str(path.parent.parent)
+        target = cache / f"{path.parent.parent.name}_{hashlib.sha1(sources.encode()).hexdigest()}" / path.name
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.part")

@@ -40,17 +40,38 @@ def test_objects_alive_at_exit_are_frozen_before_the_final_collection():
     assert out.split("\n")[:2] == ["unfrozen before exit True", "frozen True"]
 
 
-def test_a_read_only_package_caches_numbas_code_elsewhere_and_starts_warm(tmp_path):
-    """Where the package's directory cannot be written (faked here: the
-    tests may run as root), numba is pointed at the user's cache directory
-    with the code compiled beside the sources copied in, and loads it from
-    there: no compile in the read-only run."""
+def _package_with_a_cached_function(tmp_path):
+    """(a package `readonly_pkg` under tmp_path whose module `mod` has a
+    numba function `double` cached beside its sources, the environment that
+    imports it)."""
     package = tmp_path / "readonly_pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "mod.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef double(x):\n    return 2 * x\n")
     env = {name: value for name, value in os.environ.items() if name != "NUMBA_CACHE_DIR"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    return package, env
+
+
+def test_a_first_compile_is_announced_once(tmp_path):
+    _, env = _package_with_a_cached_function(tmp_path)
+    script = ("import logging; logging.basicConfig(level=logging.INFO)\n"
+              "import readonly_pkg.mod as m\n"
+              "from genimpute.runtime import announce_first_compile\n"
+              "announce_first_compile(m.double, 'double', 1)\n"
+              "m.double(3)\n")
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True, text=True).stderr
+            for _ in range(2)]
+    assert "numba compiles double on this first run on this machine: about 1 s more, once" in runs[0]
+    assert "numba compiles" not in runs[1]
+
+
+def test_a_read_only_package_caches_numbas_code_elsewhere_and_starts_warm(tmp_path):
+    """Where the package's directory cannot be written (faked here: the
+    tests may run as root), numba is pointed at the user's cache directory
+    with the code compiled beside the sources copied in, and loads it from
+    there: no compile in the read-only run."""
+    package, env = _package_with_a_cached_function(tmp_path)
     subprocess.run([sys.executable, "-c", "import readonly_pkg.mod as m; m.double(3)"], env=env, check=True)
     assert list((package / "__pycache__").glob("mod.double-*.nbi"))  # compiled at "install time"
     script = (

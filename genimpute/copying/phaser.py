@@ -40,6 +40,7 @@ from genimpute.copying.hmm import FAST, _emission, _forward, switch_probabilitie
 from genimpute.copying.model import selection_group
 from genimpute.copying.pbwt import _sightings, count_ones, pbwt_indexes
 from genimpute.copying.states import _composite_states, _packed_by_haplotype, _state_alleles, as_words
+from genimpute.runtime import announce_first_compile
 
 JOIN_ROWS = 1024  # rows of the panel unpacked at a time to join columns (_joined)
 
@@ -359,6 +360,7 @@ def phase_targets(haps: np.ndarray, packed: np.ndarray, n_haplotypes: int, kept:
     reference, n_reference = _kept_columns(packed, n_haplotypes, kept)
     if n_reference == 0:
         raise ValueError("expected a reference of at least one haplotype; found none kept")
+    announce_first_compile(_phase_round, "genimpute's phaser", 25)
     cm = np.maximum.accumulate(np.asarray(centimorgans, dtype=np.float64))
     site_cm = (cm[-1] - cm[0]) / (len(cm) - 1)
     orientation = _orientation(genotypes, reference, n_reference, np.diff(cm), settings.switch_cm(n_reference, site_cm),
