@@ -214,13 +214,14 @@ def test_ties_keep_the_phase():
     haplotypes from the call on, a real change, is still taken."""
     rng = np.random.default_rng(5)
     k, kept, exchanged = 800, 0, 0
-    blocks, offset, valid = np.zeros((phaser.MAX_BLOCK, 2, k), np.float32), np.zeros((phaser.MAX_BLOCK, 2)), \
-        np.zeros(phaser.MAX_BLOCK, dtype=np.bool_)
+    blocks, block_scales, offset = np.zeros((phaser.MAX_BLOCK, 2, k), np.float32), \
+        np.ones((phaser.MAX_BLOCK, 2), np.float32), np.zeros((phaser.MAX_BLOCK, 2))
+    valid, scales = np.zeros(phaser.MAX_BLOCK, dtype=np.bool_), np.ones(2, np.float32)
     for _ in range(200):
         first, second, beyond = (rng.random((n, k)).astype(np.float32) for n in (1, 1, 2))
         alleles = np.full(k, rng.integers(2), dtype=np.int8)
-        choice = phaser._change(first[0], second[0], beyond, blocks, offset, valid, alleles, 1, 0, np.float32(0.01),
-                                np.float32(0.9), np.float32(1e-4), -1.0)
+        choice = phaser._change(first[0], second[0], beyond, scales, blocks, block_scales, np.float32(0.0), offset,
+                                valid, alleles, 1, 0, np.float32(0.01), np.float32(0.9), np.float32(1e-4), -1.0)
         assert choice in (-1, 0)
         kept, exchanged = kept + (choice == -1), exchanged + (choice == 0)
     assert kept > 20 and exchanged > 20

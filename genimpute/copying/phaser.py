@@ -88,16 +88,23 @@ def _linkage_orientation(genotypes, words, n_haplotypes):
     return out
 
 
+# A haplotype's backward values at a site, before the site's emission, are kept as scale * weights + shift: the
+# weights are the values at the site after it, after that site's emission, and scale (the switch's stay
+# probability over their sum) and shift (its jump probability per state) take them through the switch. So each
+# step back is one loop over the states, the values' rescaling folded into the next step, as _forward's.
+
+
 @nb.njit(cache=True, fastmath=FAST)
-def _junction(forward_row, beyond, alleles, allele, error, stay, jump):
+def _junction(forward_row, weights, scale, shift, alleles, allele, error, stay, jump):
     """The likelihood, up to a factor of each, of a haplotype whose left
     part ends in forward_row at site j - 1 copying on into site j, where it
     shows `allele` (the states' `alleles`), and on to the right part whose
-    backward values at j, before j's emission, are `beyond`."""
+    backward values at j, before j's emission, are scale * weights +
+    shift."""
     match, mismatch = _emission(allele, error)
     inner, f_total, b_total = np.float32(0.0), np.float32(0.0), np.float32(0.0)
-    for s in range(len(beyond)):
-        b = beyond[s] * (match if alleles[s] == allele else mismatch)
+    for s in range(len(weights)):
+        b = (scale * weights[s] + shift) * (match if alleles[s] == allele else mismatch)
         inner += forward_row[s] * b
         f_total += forward_row[s]
         b_total += b
@@ -105,19 +112,16 @@ def _junction(forward_row, beyond, alleles, allele, error, stay, jump):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _step_back(beyond, alleles, call, error, stay, jump):
-    """beyond (backward values at site j before its emission) taken
-    through j's emission of `call` and the switch to site j - 1, rescaled:
-    the log of the factor it was divided by."""
+def _step_back(weights, scale, shift, alleles, call, error):
+    """The backward values at site j before its emission, scale * weights
+    + shift, into weights (in place) after j's emission of `call`: their
+    sum."""
     match, mismatch = _emission(call, error)
     total = np.float32(0.0)
-    for s in range(len(beyond)):
-        beyond[s] *= match if alleles[s] == call else mismatch
-        total += beyond[s]
-    scale = np.float32(1.0) / total
-    for s in range(len(beyond)):
-        beyond[s] = stay * beyond[s] * scale + jump
-    return np.log(total)
+    for s in range(len(weights)):
+        weights[s] = (scale * weights[s] + shift) * (match if alleles[s] == call else mismatch)
+        total += weights[s]
+    return total
 
 
 # the most heterozygous calls in a row whose alleles one change exchanges, leaving those on either side
@@ -130,24 +134,27 @@ TIE = 1e-4
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _change(first_row, second_row, beyond, blocks, offset, valid, alleles, a, b, error, stay, jump, draw):
+def _change(first_row, second_row, weights, scales, blocks, block_scales, shift, offset, valid, alleles, a, b, error,
+            stay, jump, draw):
     """At a heterozygous call whose haplotypes show a and b: -1 to keep the
     phase, 0 to exchange the haplotypes from the call on, n > 0 to
     exchange the alleles of n calls from it on: if draw < 0 the first of
     those within TIE of the most likely, else drawn in proportion to their
     likelihoods with draw, uniform in [0, 1) (first_row, second_row: each
-    haplotype's forward values at the site before)."""
+    haplotype's forward values at the site before; weights and scales,
+    blocks and block_scales, with shift, each haplotype's backward values
+    as _rephase keeps them)."""
     logs = np.full(MAX_BLOCK + 2, -np.inf)  # keep, exchange on, blocks of 1 .. MAX_BLOCK
-    logs[0] = np.log(_junction(first_row, beyond[0], alleles, a, error, stay, jump)) + \
-        np.log(_junction(second_row, beyond[1], alleles, b, error, stay, jump))
-    logs[1] = np.log(_junction(first_row, beyond[1], alleles, b, error, stay, jump)) + \
-        np.log(_junction(second_row, beyond[0], alleles, a, error, stay, jump))
+    logs[0] = np.log(_junction(first_row, weights[0], scales[0], shift, alleles, a, error, stay, jump)) + \
+        np.log(_junction(second_row, weights[1], scales[1], shift, alleles, b, error, stay, jump))
+    logs[1] = np.log(_junction(first_row, weights[1], scales[1], shift, alleles, b, error, stay, jump)) + \
+        np.log(_junction(second_row, weights[0], scales[0], shift, alleles, a, error, stay, jump))
     for p in range(MAX_BLOCK):
         if p > 0 and not valid[p]:
             continue
-        rows = beyond if p == 0 else blocks[p]
-        logs[p + 2] = np.log(_junction(first_row, rows[0], alleles, b, error, stay, jump)) + \
-            np.log(_junction(second_row, rows[1], alleles, a, error, stay, jump))
+        rows, row_scales = (weights, scales) if p == 0 else (blocks[p], block_scales[p])
+        logs[p + 2] = np.log(_junction(first_row, rows[0], row_scales[0], shift, alleles, b, error, stay, jump)) + \
+            np.log(_junction(second_row, rows[1], row_scales[1], shift, alleles, a, error, stay, jump))
         if p > 0:
             logs[p + 2] += offset[p, 0] + offset[p, 1]
     if draw < 0:
@@ -172,14 +179,14 @@ def _uniform(seed, a, b):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _likelier_allele(forward_row, beyond, alleles):
+def _likelier_allele(forward_row, weights, scale, shift, alleles):
     """The allele (0/1) a haplotype more probably carries at a site where
     its forward values are forward_row and its backward values, before the
-    site's emission, beyond (the states' `alleles` there): ref unless alt
-    is more probable by more than TIE (as _change's ties)."""
+    site's emission, scale * weights + shift (the states' `alleles` there):
+    ref unless alt is more probable by more than TIE (as _change's ties)."""
     alt, total = np.float32(0.0), np.float32(0.0)
-    for s in range(len(beyond)):
-        p = forward_row[s] * beyond[s]
+    for s in range(len(weights)):
+        p = forward_row[s] * (scale * weights[s] + shift)
         total += p
         if alleles[s] == 1:
             alt += p
@@ -198,11 +205,13 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, fills, jump_rate
     t, k = state_alleles.shape
     first = _forward(state_alleles, haplotypes[:, 0].copy(), jump_rate, error, 0, t)
     second = _forward(state_alleles, haplotypes[:, 1].copy(), jump_rate, error, 0, t)
-    beyond = np.ones((2, k), dtype=np.float32)
+    # each haplotype's backward values: scales * weights + shift, shift the same for all (ones at the last site)
+    weights, scales, shift = np.ones((2, k), dtype=np.float32), np.ones(2, dtype=np.float32), np.float32(0.0)
     # blocks[p]: the backward values with the p calls passed since it began (and the call it is read at)
-    # exchanged, the rest as `beyond`; blocks[0] would be `beyond` itself. Each is rescaled as it goes, by other
-    # factors than `beyond`: their logs less those of `beyond`'s are kept in `offset`
+    # exchanged, the rest as the haplotypes'; blocks[0] would be those themselves. Each is rescaled as it goes, by
+    # other factors than the haplotypes': their logs less those of the haplotypes' are kept in `offset`
     blocks = np.empty((MAX_BLOCK, 2, k), dtype=np.float32)
+    block_scales = np.ones((MAX_BLOCK, 2), dtype=np.float32)
     offset = np.zeros((MAX_BLOCK, 2))
     valid = np.zeros(MAX_BLOCK, dtype=np.bool_)
     exchange_on = np.zeros(t, dtype=np.bool_)
@@ -217,43 +226,53 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, fills, jump_rate
         het = genotypes[j] == 1
         if het and j > first_het:
             draw = _uniform(seed, j, 0) if seed >= 0 else -1.0
-            choice = _change(first[j - 1], second[j - 1], beyond, blocks, offset, valid, alleles, a, b, error, stay,
-                             jump, draw)
+            choice = _change(first[j - 1], second[j - 1], weights, scales, blocks, block_scales, shift, offset, valid,
+                             alleles, a, b, error, stay, jump, draw)
             if choice == 0:
                 exchange_on[j] = True
-                _swap_rows(beyond)
+                _swap_rows(weights)
+                scales[0], scales[1] = scales[1], scales[0]
                 for p in range(MAX_BLOCK):
                     _swap_rows(blocks[p])
+                    block_scales[p, 0], block_scales[p, 1] = block_scales[p, 1], block_scales[p, 0]
                     offset[p, 0], offset[p, 1] = offset[p, 1], offset[p, 0]
                 a, b = b, a
             elif choice > 0:
                 block_at[j] = choice
                 if choice > 1:
-                    beyond[:] = blocks[choice - 1]
+                    weights[:] = blocks[choice - 1]
+                    scales[:] = block_scales[choice - 1]
                 valid[:] = False
                 a, b = b, a
         if het and MAX_BLOCK > 1:  # each block passes the call with its alleles exchanged; a new one begins at it
             for p in range(MAX_BLOCK - 1, 1, -1):
                 blocks[p] = blocks[p - 1]
+                block_scales[p] = block_scales[p - 1]
                 offset[p] = offset[p - 1]
                 valid[p] = valid[p - 1]
-            blocks[1] = beyond
+            blocks[1] = weights
+            block_scales[1] = scales
             offset[1] = 0.0
             valid[1] = True
         if genotypes[j] < 0:  # before the changes to its left, which the toggles below carry
             missing -= 1
-            fills[missing, 0] = _likelier_allele(first[j], beyond[0], alleles)
-            fills[missing, 1] = _likelier_allele(second[j], beyond[1], alleles)
+            fills[missing, 0] = _likelier_allele(first[j], weights[0], scales[0], shift, alleles)
+            fills[missing, 1] = _likelier_allele(second[j], weights[1], scales[1], shift, alleles)
         first_call, second_call = (b, a) if het else (a, b)  # the blocks' alleles here
-        main_first = _step_back(beyond[0], alleles, a, error, stay, jump)
-        main_second = _step_back(beyond[1], alleles, b, error, stay, jump)
+        main_first = _step_back(weights[0], scales[0], shift, alleles, a, error)
+        main_second = _step_back(weights[1], scales[1], shift, alleles, b, error)
         for p in range(1, MAX_BLOCK):
             if valid[p]:
-                offset[p, 0] += _step_back(blocks[p, 0], alleles, first_call, error, stay, jump) - main_first
-                offset[p, 1] += _step_back(blocks[p, 1], alleles, second_call, error, stay, jump) - main_second
+                block_first = _step_back(blocks[p, 0], block_scales[p, 0], shift, alleles, first_call, error)
+                block_second = _step_back(blocks[p, 1], block_scales[p, 1], shift, alleles, second_call, error)
+                offset[p, 0] += np.log(block_first) - np.log(main_first)
+                offset[p, 1] += np.log(block_second) - np.log(main_second)
+                block_scales[p, 0], block_scales[p, 1] = stay / block_first, stay / block_second
+        scales[0], scales[1] = stay / main_first, stay / main_second
+        shift = jump
     if missing:  # site 0
-        fills[0, 0] = _likelier_allele(first[0], beyond[0], state_alleles[0])
-        fills[0, 1] = _likelier_allele(second[0], beyond[1], state_alleles[0])
+        fills[0, 0] = _likelier_allele(first[0], weights[0], scales[0], shift, state_alleles[0])
+        fills[0, 1] = _likelier_allele(second[0], weights[1], scales[1], shift, state_alleles[0])
     _toggle(genotypes, hets, exchange_on, block_at, orientation, fills)
     return exchange_on.sum() + (block_at > 0).sum()
 
