@@ -150,7 +150,7 @@ class PhasingSettings:
     # the copying engine's form (switch_cm) with its own ne. The engine's imputation settings (400 states below
     # 4,000 haplotypes, 800 from there, 1,600 from 48,000; ne 3e5) left 7% more switch errors than Beagle's on
     # 300 samples held out of the real panel (chr20_1kgp1, Omni2.5 sites, three draws: 5,056 against 4,706),
-    # these 2% (4,799), the samples imputed within 0.0002 of Beagle-phased ones' error overall (up to 0.0003
+    # these 2% (4,809), the samples imputed within 0.0002 of Beagle-phased ones' error overall (up to 0.0003
     # before). On simulated panels of 1,000-16,000 samples 256 against 259 and Beagle's 292, imputed at 3,000 and
     # 15,000 reference samples at most Beagle-phased error overall; at 100,000, 1 against 4. Six neighbours:
     # 4,735 on the real panel, 261 and more error imputed at 15,000 (BENCHMARKS.md)
