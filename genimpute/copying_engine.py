@@ -11,11 +11,20 @@ import numpy as np
 
 from genimpute.config import CopyingSettings
 from genimpute.copying import ContigModel
+from genimpute.copying.model import _impute_segment
 from genimpute.errors import InputError
 from genimpute.io.vcf_reader import MISSING
 from genimpute.panel import Alignment, ReferencePanel
+from genimpute.runtime import announce_first_compile
 
 log = logging.getLogger(__name__)
+
+
+def announce_compile() -> None:
+    """Say so when this run compiles the engine and the loops around it
+    (reading, the panel-duplicate search, writing): numba's cache has no
+    code for the engine's entry point."""
+    announce_first_compile(_impute_segment, "the copying engine and the loops around it", 60)
 
 
 class CopyingEngine:

@@ -17,7 +17,7 @@ import numpy as np
 
 from genimpute import __version__
 from genimpute.config import BUILT_IN_PHASER, CopyingSettings
-from genimpute.copying_engine import CopyingEngine
+from genimpute.copying_engine import CopyingEngine, announce_compile
 from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
@@ -63,6 +63,8 @@ def impute(
     on it); `fields`: FORMAT."""
     started = time.monotonic()
     _check_options(out, batch_samples, audit, force)
+    if copying is not None:
+        announce_compile()
     genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once: panel and phaser
     with contextlib.ExitStack() as stack:  # holds a VCF panel's spooled records to the end of the run
         source = ModelSource(Path(model_dir), _reference(ref, Path(out).parent, stack, progress), device)

@@ -15,7 +15,7 @@ from genimpute.copying.hmm import FAST, _posteriors, switch_probabilities
 from genimpute.copying.pbwt import _sightings, pbwt_indexes, sighted_sites
 from genimpute.copying.states import _composite_states, _packed_by_haplotype, _state_alleles
 from genimpute.copying.untyped import _impute_untyped, minor_tables
-from genimpute.runtime import announce_first_compile, release_freed_memory
+from genimpute.runtime import release_freed_memory
 
 
 # queries whose states are chosen together (_walk), at most; their sightings take 128 x sites x 4 neighbours
@@ -146,7 +146,6 @@ class ContigModel:
         span = right - left
         self.weights = np.where(span > 0, (cm[self.untyped_rows] - left) / np.where(span > 0, span, 1), 0.5)
         self.weights = np.clip(self.weights, 0, 1)
-        announce_first_compile(_impute_segment, "the copying engine", 45)
 
     def drop_built(self) -> None:
         """Free the last segment's index and tables (imputation has moved to another contig)."""
