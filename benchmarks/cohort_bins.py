@@ -1,7 +1,7 @@
 """Each cohort's aggregate r2 by MAF bin, genimpute's and Beagle's, and per
 bin the cohorts where genimpute's is at least Beagle's (as issue 23 asks of
-one cohort), r2 over all cohorts pooled, and the cohorts where each tool is
-at least the other's in every bin. Run in cohorts.sh's output
+one cohort), r2 over all cohorts pooled (its bins marked likewise), and the
+cohorts where each tool is at least the other's in every bin. Run in cohorts.sh's output
 directory, which holds truth.K.vcf.gz, genimpute.K.vcf.gz and
 beagle.K.vcf.gz for K = 1..COHORTS.
 
@@ -51,6 +51,12 @@ def at_least(genimpute: np.ndarray, beagle: np.ndarray) -> np.ndarray:
     return np.round(genimpute, 4) >= np.round(beagle, 4)
 
 
+def cells(r2: dict) -> str:
+    """A row of bins, genimpute's r2 / Beagle's, each marked * where genimpute's is below."""
+    return "  ".join(f"{g:.4f} / {b:.4f}{' ' if ok else '*'}"
+                     for g, b, ok in zip(r2["genimpute"], r2["beagle"], at_least(r2["genimpute"], r2["beagle"])))
+
+
 def main() -> None:
     panel, cohorts = sys.argv[1], int(sys.argv[2])
     maf = panel_maf(panel)
@@ -67,14 +73,13 @@ def main() -> None:
         cohorts_at_least += level_or_above
         every_bin["genimpute"] += level_or_above.all()
         every_bin["beagle"] += at_least(r2["beagle"], r2["genimpute"]).all()
-        print(f"{k:6d}  " + "  ".join(f"{g:.4f} / {b:.4f}{' ' if ok else '*'}"
-                                        for g, b, ok in zip(r2["genimpute"], r2["beagle"], level_or_above)))
+        print(f"{k:6d}  " + cells(r2))
         for tool in TOOLS:
             pooled[tool].append(sums[tool])
         pooled_bins.append(bins)
     bins = np.concatenate(pooled_bins)
     r2 = {tool: bin_r2(np.concatenate(pooled[tool]), bins) for tool in TOOLS}
-    print("pooled  " + "  ".join(f"{g:.4f} / {b:.4f} " for g, b in zip(r2["genimpute"], r2["beagle"])))
+    print("pooled  " + cells(r2))
     print("cohorts with genimpute >= Beagle (*: below): " + "  ".join(
         f"{label} {n}/{cohorts}" for label, n in zip(labels, cohorts_at_least)))
     print(f"cohorts where genimpute is at least Beagle's in every bin: {every_bin['genimpute']}/{cohorts}; "

@@ -12,7 +12,7 @@ from genimpute.evaluation import BIN_LABELS
 from genimpute.metrics import pooled_r2
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
-from cohort_bins import FIRST_BIN, at_least, bin_r2  # noqa: E402
+from cohort_bins import FIRST_BIN, at_least, bin_r2, cells  # noqa: E402
 from paired_errors import cell_sums  # noqa: E402
 
 
@@ -31,3 +31,8 @@ def test_each_bin_pools_its_own_variants_from_the_goals_first():
     assert len(r2) == len(BIN_LABELS) - FIRST_BIN
     for i, value in enumerate(r2, start=FIRST_BIN):
         assert np.isclose(value, pooled_r2(dosage[bins == i], truth[bins == i]))
+
+
+def test_a_row_marks_the_bins_where_genimpute_is_below():
+    row = cells({"genimpute": np.array([0.99954, 0.99944]), "beagle": np.array([0.99951, 0.99951])})
+    assert row == "0.9995 / 0.9995   0.9994 / 0.9995*"
