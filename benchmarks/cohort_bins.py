@@ -1,9 +1,9 @@
 """Each cohort's aggregate r2 by MAF bin, genimpute's and Beagle's, and per
 bin the cohorts where genimpute's is at least Beagle's (as issue 23 asks of
 one cohort), r2 over all cohorts pooled (its bins marked likewise), and the
-cohorts where each tool is at least the other's in every bin. Run in cohorts.sh's output
-directory, which holds truth.K.vcf.gz, genimpute.K.vcf.gz and
-beagle.K.vcf.gz for K = 1..COHORTS.
+cohorts where each tool is at least the other's in every bin. Run in
+cohorts.sh's output directory, which holds truth.K.vcf.gz,
+genimpute.K.vcf.gz and beagle.K.vcf.gz for K = 1..COHORTS.
 
     python benchmarks/cohort_bins.py PANEL COHORTS
 
