@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from cohort_bins import FIRST_BIN, at_least, bin_r2, tool_sums
+from cohort_bins import FIRST_BIN, at_least, bin_r2, cells, tool_sums
 
 from genimpute.evaluation import BIN_LABELS, panel_maf
 
@@ -58,8 +58,7 @@ def report_panel(out: str, seeds: list, panel: int, cohort: int) -> None:
     for seed in seeds:
         r2 = seed_r2(out, seed, panel, cohort)
         level_or_above = at_least(r2["genimpute"], r2["beagle"])
-        print(f"{seed:6s}  " + "  ".join(f"{g:.4f} / {b:.4f}{' ' if ok else '*'}"
-                                          for g, b, ok in zip(r2["genimpute"], r2["beagle"], level_or_above)))
+        print(f"{seed:6s}  " + cells(r2))
         per_seed.append((r2, level_or_above))
     counts = np.sum([ok for _, ok in per_seed], axis=0)
     log_ratios = np.array([np.log((1 - r2["genimpute"]) / (1 - r2["beagle"])) for r2, _ in per_seed])
