@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from cyvcf2 import Writer
 from genimpute.config import BENCHMARK_TOOLS
 from genimpute.errors import GenimputeError, InputError
 from genimpute.evaluation import Evaluation, evaluate
+from genimpute.external import run_tied
 from genimpute.io.array_list import read_array_list
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.vcf_reader import open_vcf
@@ -65,7 +65,7 @@ def run_timed(tool: str, step: str, cmd: list, log_path: Path, stdout_path: Path
     try:
         with open(log_path, "wb") as err, open(stdout_path, "wb") if stdout_path else err as out:
             started = time.monotonic()
-            code = subprocess.call([sys.executable, "-c", _LAUNCHER, peak_file, *map(str, cmd)], stdout=out, stderr=err)
+            code = run_tied([sys.executable, "-c", _LAUNCHER, peak_file, *cmd], stdout=out, stderr=err)
             wall = time.monotonic() - started
         if code != 0:
             tail = log_path.read_text(errors="replace").strip().splitlines()[-5:]

@@ -22,6 +22,7 @@ from genimpute.errors import InputError
 from genimpute.identity import report_samples_in_panel, sample_audit_path
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
 from genimpute.io.vcf_reader import TargetData, read_target
+from genimpute.io.scratch import PHASE_SCRATCH, remove_stale_scratch
 from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource
 from genimpute.panel import Alignment, ReferencePanel, ShownSpool, align_target, is_compact, read_reference
@@ -71,6 +72,7 @@ def impute(
         panel = _panel_with_map(source, genetic_map, copying)
         target = read_target(target_path)
         aln = align_target(panel, target, source=str(target_path), audit=audit)
+        _warn_uncalled_samples(aln, target.samples, target_path)
         # by name or genotype: phase plays no part
         matches = report_samples_in_panel(panel, aln, target.samples, audit)
         header_contigs = contigs_in_target_order(panel, target, aln)
@@ -78,7 +80,8 @@ def impute(
         phased_by = None
         if not aln.phased:
             aln, phased_by = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel)
+                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel,
+                                    Path(out).parent)
         typed_mask = aln.typed_records(len(panel))
         engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
             else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
@@ -99,6 +102,16 @@ def impute(
         log.info("wrote %s: %d records (%d imputed) in %.1f s", out, summary["records_written"], n_imputed,
                  summary["seconds"])
         return summary
+
+
+def _warn_uncalled_samples(aln: Alignment, samples: list, source) -> None:
+    """A sample with no call at any matched site is imputed from the panel's
+    frequencies alone, which is rarely what its owner meant."""
+    uncalled = np.flatnonzero((aln.haplotypes < 0).all(axis=0).reshape(-1, 2).all(axis=1)) \
+        if len(aln.panel_rows) else np.arange(len(samples))
+    if len(uncalled):
+        log.warning("%s: %d samples have no call at any typed site matched to the panel (first: %s); their "
+                    "genotypes are the panel's frequencies alone", source, len(uncalled), samples[uncalled[0]])
 
 
 def _reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool) -> ReferencePanel | None:
@@ -146,11 +159,12 @@ def _summary(target: TargetData, aln: Alignment, matches, filled: dict, records_
 def _check_options(out, batch_samples: int, audit, force: bool) -> None:
     """Stop on what would fail only after the inputs are read."""
     check_output_directory(out)  # before the panel is read: its records are spooled there
+    remove_stale_scratch(Path(out).parent, PHASE_SCRATCH)
     if batch_samples < 1:
         raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
     for report in ([audit, sample_audit_path(audit)] if audit is not None else []):
         if Path(report).exists() and not force:
-            raise InputError(f"--report: {report} exists; use --force to overwrite it")
+            raise InputError(f"--audit: {report} exists; use --force to overwrite it")
 
 
 def _panel_with_map(source: ModelSource, genetic_map, copying: CopyingSettings | None) -> ReferencePanel:
@@ -191,6 +205,8 @@ def _contigs_to_write(panel: ReferencePanel, header_contigs: list, region: Regio
     in_region = (keys[panel.contig_index] == region.key) & (panel.positions >= region.start)
     if region.end is not None:
         in_region &= panel.positions <= region.end
+    if not in_region.any():
+        log.warning("--region %s holds no panel record: the output has none", region)
     return contigs, in_region
 
 
@@ -207,7 +223,7 @@ def _validation(engine, fraction: float | None, seed: int, in_region: np.ndarray
 
 
 def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
-           contigs: list, in_panel: np.ndarray) -> tuple[Alignment, str]:
+           contigs: list, in_panel: np.ndarray, workdir: Path) -> tuple[Alignment, str]:
     """(the alignment phased, how: phaser_description) of an unphased
     target's matched records on `contigs` (panel contig indices: those to be
     written), phased against the panel with an external phaser (see
@@ -246,5 +262,6 @@ def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: st
         phased[on_contig] = phase_haplotypes(
             tool, aln.haplotypes[on_contig], ref_haps, panel.contig_names[contig],
             panel.positions[rows], [panel.refs[r] for r in rows], [panel.alts[r] for r in rows], target.samples,
-            ref_samples, genetic_map=genetic_map if genetic_map is not None else _panel_map(panel, rows))
+            ref_samples, genetic_map=genetic_map if genetic_map is not None else _panel_map(panel, rows),
+            workdir=workdir)
     return dataclasses.replace(aln, haplotypes=phased, phased=True), phaser_description(tool, len(ref_samples))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sys
 import time
 import zipfile
@@ -21,9 +22,11 @@ from genimpute.io.contigs import normalise_contig
 from genimpute.io.delta_positions import DeltaPositions
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, packed_blocks, write_npz
+from genimpute.io.scratch import naming, publish
 from genimpute.io.sparse_rows import SparseRows, SparseSpool, ones_by_row
 from genimpute.io.vcf_reader import ABSENT, MISSING, PanelData, TargetData, read_panel
 from genimpute.io.vcf_reader import contig_spans as vcf_contig_spans
+from genimpute.io.vcf_writer import check_output_directory
 
 log = logging.getLogger(__name__)
 
@@ -283,14 +286,15 @@ def convert_to_compact(vcf: str | Path, path: str | Path, genetic_map: str | Pat
         raise InputError(f"{path} exists; use --force to overwrite it")
     if genetic_map is not None:
         genetic_map = GeneticMap(genetic_map)  # read before the panel: a bad map stops the run at once
-    tmp = path.with_name(f".{path.name}.tmp")
+    check_output_directory(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        with ShownSpool(path.parent, progress) as spool:
+        with naming(path), ShownSpool(path.parent, progress) as spool:
             panel = ReferencePanel.from_vcf(vcf, spool)
             if genetic_map is not None:
                 panel = panel.with_genetic_map(genetic_map)
             panel.save(tmp)
-        tmp.replace(path)
+        publish(tmp, path, force)
     finally:
         tmp.unlink(missing_ok=True)
     return read_reference(path)

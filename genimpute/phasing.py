@@ -35,8 +35,6 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +44,10 @@ from genimpute.config import BUILT_IN_PHASER, PHASERS, PhasingSettings
 from genimpute.errors import InputError
 from genimpute.io.bgzf import BgzfWriter
 from genimpute.io.genetic_map import GeneticMap, read_map
+from genimpute.io.scratch import PHASE_SCRATCH, scratch_directory
 from genimpute.io.vcf_reader import ABSENT, MISSING, open_vcf
 from genimpute.io.vcf_writer import COLUMNS, FILE_FORMAT, FORMAT_LINES
+from genimpute.external import run_tied
 from genimpute.runtime import usable_cores
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,8 @@ class _Records:
 def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray | PackedHaplotypes, contig: str,
                      positions: np.ndarray, refs: list, alts: list, samples: list, ref_samples: list,
                      threads: int | None = None,
-                     genetic_map: str | Path | GeneticMap | tuple | None = None) -> np.ndarray:
+                     genetic_map: str | Path | GeneticMap | tuple | None = None,
+                     workdir: str | Path | None = None) -> np.ndarray:
     """Phase target genotypes at the records of ONE contig against the
     panel's haplotypes at the same records.
 
@@ -157,6 +158,8 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray | PackedH
     genetic_map: PLINK (`chrom id cM bp`) or shapeit4 (`pos chr cM`) format,
                optionally gzipped, or a GeneticMap already read, or the
                contig's (bp, cM) arrays, increasing; default: 1 cM per Mb
+    workdir:   where the phaser's files are written [default: the system's
+               temporary directory]
 
     Returns (T, 2S) int8: heterozygous calls in the phaser's order; every
     other cell (homozygous, missing, half-missing, haploid) as given.
@@ -178,7 +181,7 @@ def phase_haplotypes(tool: str, haps: np.ndarray, ref_haps: np.ndarray | PackedH
     ref_names = _vcf_names(ref_samples, "ref_", set())
     target_names = _vcf_names(samples, "target_", set(ref_names))
     records = _Records(contig, positions, refs, alts)
-    phased = _run_phaser(tool, records, haps, target_names, ref_haps, ref_names, threads, genetic_map)
+    phased = _run_phaser(tool, records, haps, target_names, ref_haps, ref_names, threads, genetic_map, workdir)
     return _take_phase(tool, records, haps, het, phased)
 
 
@@ -189,12 +192,13 @@ def _heterozygous(haps: np.ndarray) -> np.ndarray:
 
 
 def _run_phaser(tool: str, records: _Records, haps: np.ndarray, names: list, ref_haps: PackedHaplotypes,
-                ref_names: list, threads: int, genetic_map: str | Path | GeneticMap | tuple | None) -> np.ndarray:
+                ref_names: list, threads: int, genetic_map: str | Path | GeneticMap | tuple | None,
+                workdir: str | Path | None) -> np.ndarray:
     """(T, 2S) int8 alleles of the phaser's output for the target samples
-    `names`. Its input files live in a temporary directory, removed once its
-    output has been read."""
-    with tempfile.TemporaryDirectory(prefix="genimpute_phase_") as tmp:
-        tmp = Path(tmp)
+    `names`. Its input files live in a temporary directory in `workdir`
+    (the output's, so a killed run's is found and removed by the next),
+    removed once its output has been read."""
+    with scratch_directory(workdir, PHASE_SCRATCH) as tmp:
         ref_vcf, gt_vcf, out_prefix = tmp / "ref.vcf.gz", tmp / "gt.vcf.gz", tmp / "phased"
         _write_vcf(ref_vcf, records, ref_names, ref_haps.rows, phased=True, mixed=np.zeros(len(ref_names), bool))
         _write_vcf(gt_vcf, records, names, lambda start, stop: haps[start:stop], phased=False,
@@ -392,7 +396,7 @@ def _run(tool: str, cmd: list, out: Path, log_path: Path) -> None:
     log.info("phasing: %s", " ".join(map(str, cmd)))
     try:
         with open(log_path, "wb") as handle:
-            code = subprocess.call(cmd, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            code = run_tied(cmd, stdout=handle)
     except OSError as exc:  # gone from PATH, not executable
         raise InputError(f"{tool} could not be run ({exc}); {INSTALL_HINT[tool]}") from exc
     text = log_path.read_text(errors="replace")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from genimpute import plots
 from genimpute.evaluation import EVERYONE, Evaluation, by_population, side_by_side
+from genimpute.io.scratch import naming, scratch_directory
 
 R2_PNG = "r2_by_maf.png"
 CALIBRATION_PNG = "calibration.png"
@@ -103,10 +105,26 @@ def write_report(
     timings: pd.DataFrame | None = None,
 ) -> Path:
     """Write report.md, report.json and the figures into `out_dir`; return report.md's path.
+    Each file is written whole or not at all: they are made in a scratch
+    directory inside `out_dir` and moved into it once all are written.
 
     inputs: what was compared ({"truth": path, ...}), listed at the top."""
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with naming(out_dir), scratch_directory(out_dir, ".genimpute-report") as scratch:
+            _write_files(evaluation, scratch, inputs, timings)
+            for written in scratch.iterdir():
+                os.replace(written, out_dir / written.name)
+    except BaseException:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
+    return out_dir / "report.md"
+
+
+def _write_files(evaluation: Evaluation, out_dir: Path, inputs: dict, timings: pd.DataFrame | None) -> None:
     plots.r2_by_maf(evaluation.accuracy, out_dir / R2_PNG)
     if len(evaluation.calibration):
         plots.calibration(evaluation.calibration, out_dir / CALIBRATION_PNG)
@@ -122,4 +140,3 @@ def write_report(
         "timings": timings.to_dict(orient="records") if timings is not None else None,
     }
     (out_dir / "report.json").write_text(to_json(document) + "\n")
-    return out_dir / "report.md"

@@ -60,7 +60,7 @@ def _second_sample_named_as_first(header, records):
 
 # case: (make the file in a directory, what the error says)
 BAD_TARGETS = {
-    "truncated bgzip": (_truncated, "malformed record"),
+    "truncated bgzip": (_truncated, "truncated?"),
     "too few columns": (lambda p: _target_with(p, "short.vcf", _one_record(5, lambda x: x[:6])), "record"),
     "position not a number": (lambda p: _target_with(p, "pos.vcf", _one_record(5, lambda x: x[:1] + ["9x"] + x[2:])), "record"),
     "allele not a number": (lambda p: _target_with(p, "gt.vcf", _one_record(5, lambda x: x[:9] + ["0|x"] + x[10:])), "record"),

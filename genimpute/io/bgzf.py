@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from zlib_ng import zlib_ng
 
+from genimpute.io.scratch import naming
 from genimpute.runtime import usable_cores
 
 BLOCK = 0xFF00  # uncompressed bytes per block, as htslib
@@ -39,6 +40,7 @@ class BgzfWriter:
     close() finishes the file with the EOF block."""
 
     def __init__(self, path: str | os.PathLike, threads: int | None = None, level: int = LEVEL):
+        self.path = path
         self.handle = open(path, "wb")
         self.threads = threads or min(4, usable_cores())
         self.level = level
@@ -77,7 +79,8 @@ class BgzfWriter:
     def _write_block(self, block: bytes) -> None:
         self.block_offsets.append(self.compressed)
         self.compressed += len(block)
-        self.handle.write(block)
+        with naming(self.path):
+            self.handle.write(block)
 
     def close(self) -> None:
         try:
@@ -88,4 +91,5 @@ class BgzfWriter:
             self._write_block(EOF_BLOCK)
         finally:
             self.pool.shutdown(cancel_futures=True)
-            self.handle.close()
+            with naming(self.path):  # the buffered last blocks are written here
+                self.handle.close()

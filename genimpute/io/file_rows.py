@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 
 from genimpute.errors import CheckpointError
+from genimpute.io.scratch import naming
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header: name and extra lengths last
 _MAX_READ = 1 << 30  # bytes per pread: Linux reads at most about 2 GB per call
@@ -205,7 +206,8 @@ class RowSpool:
         self.width = block.shape[1] if self.width is None else self.width
         if block.shape[1:] != (self.width,):
             raise ValueError(f"expected rows of {self.width}; found {block.shape[1:]}")
-        self.file.write(memoryview(np.ascontiguousarray(block, dtype=self.dtype).reshape(-1).view(np.uint8)))
+        with naming(f"{self.directory} (a temporary file of the panel's records)"):
+            self.file.write(memoryview(np.ascontiguousarray(block, dtype=self.dtype).reshape(-1).view(np.uint8)))
         self.n_rows += len(block)
 
     def reset(self) -> None:

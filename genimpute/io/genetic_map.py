@@ -9,6 +9,7 @@ at a constant 1 cM per Mb, as Beagle and shapeit4 assume.
 from __future__ import annotations
 
 import gzip
+import logging
 from array import array
 from pathlib import Path
 
@@ -16,11 +17,15 @@ import numpy as np
 
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.integrity import check_complete
+
+log = logging.getLogger(__name__)
 
 CM_PER_BP = 1e-6  # without a map: 1 cM per Mb
 
 
 def _open_text(path: Path):
+    check_complete(path)
     with open(path, "rb") as probe:
         magic = probe.read(2)
     return gzip.open(path, "rt") if magic == b"\x1f\x8b" else open(path)
@@ -40,6 +45,7 @@ class GeneticMap:
             raise InputError(f"{self.path}: no such genetic map file")
         self.names: set = set()  # the contigs as the file writes them
         self._positions: dict = {}  # normalised contig -> (bp array('q'), cM array('d'))
+        self._warned: set = set()
         with _open_text(self.path) as handle:
             self._parse(handle)
 
@@ -88,7 +94,21 @@ class GeneticMap:
             raise InputError(f"{self.path}: expected genetic map positions on contig {contig}; found {found}")
         bp, cm = np.frombuffer(positions[0], dtype=np.int64), np.frombuffer(positions[1], dtype=np.float64)
         order = np.argsort(bp, kind="stable")
-        return bp[order], cm[order]
+        bp, cm = bp[order], cm[order]
+        if contig not in self._warned:
+            self._warned.add(contig)
+            _warn_backwards(self.path, contig, bp, cm)
+        return bp, cm
+
+
+def _warn_backwards(path: Path, contig: str, bp: np.ndarray, cm: np.ndarray) -> None:
+    """A map whose cM fall where bp rise is damaged or on another build; the
+    engines clip such steps to no recombination, which the user should know."""
+    falls = np.flatnonzero(np.diff(cm) < 0)
+    if len(falls):
+        log.warning("%s: the cM fall at %d of %d positions on contig %s (first at %d bp); read as no "
+                    "recombination there: is the map on the panel's build?", path, len(falls), len(bp), contig,
+                    bp[falls[0] + 1])
 
 
 def read_map(path: str | Path | GeneticMap, contig: str) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from zlib_ng import zlib_ng
 
+from genimpute.io.scratch import naming
 from genimpute.io.vcf_writer import ColumnText
 from genimpute.runtime import usable_cores
 
@@ -30,6 +31,7 @@ class ColumnSpool:
     side by side, and empties the spool for the next window."""
 
     def __init__(self, directory: str | Path, threads: int | None = None):
+        self.directory = directory
         self.file = tempfile.TemporaryFile(dir=directory, prefix=".genimpute-spool.")
         self.pool = ThreadPoolExecutor(max_workers=threads or min(2, usable_cores()))
         self.pending: deque = deque()  # (compressed text to come, record ends) of each chunk put
@@ -43,7 +45,8 @@ class ColumnSpool:
     def _store(self, compressed, ends: np.ndarray) -> None:
         data = compressed.result()
         self.parts.append((self.file.tell(), len(data), ends))  # reads (os.pread) leave the position at the end
-        self.file.write(data)
+        with naming(f"{self.directory} (a temporary file of the output's columns)"):
+            self.file.write(data)
 
     def joined(self, n_batches: int):
         """Yield each chunk's ColumnText with every batch's columns, in

@@ -17,7 +17,7 @@ def report_rows(path: str | Path, header: list[str]) -> Iterator:
     try:
         handle = open(path, "w", newline="")
     except OSError as exc:
-        raise InputError(f"--report {path}: cannot write it ({exc.strerror})") from exc
+        raise InputError(f"--audit {path}: cannot write it ({exc.strerror})") from exc
     with handle:
         out = csv.writer(handle, delimiter="\t", lineterminator="\n")
         out.writerow(header)

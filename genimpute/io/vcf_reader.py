@@ -18,6 +18,8 @@ import numpy as np
 from zlib_ng import gzip_ng_threaded, zlib_ng
 
 from genimpute.errors import InputError
+from genimpute.io.contigs import is_autosome
+from genimpute.io.integrity import check_complete
 from genimpute.runtime import usable_cores
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,7 @@ def open_vcf(path: str | Path):
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
+    check_complete(path)
     try:
         return cyvcf2.VCF(str(path), gts012=False, lazy=True, strict_gt=True)
     except Exception as exc:  # cyvcf2 raises OSError or a bare Exception on bad headers
@@ -434,7 +437,9 @@ def read_target(path: str | Path) -> TargetData:
         raise InputError(f"{path}: expected target records; found none")
     rec_fields.positions = np.asarray(positions, dtype=np.int64)
     haps = np.stack(alleles)
-    _lone_missing_as_diploid(haps, np.asarray(rec_fields.contigs))
+    contigs = np.asarray(rec_fields.contigs)
+    _lone_missing_as_diploid(haps, contigs)
+    _stray_haploid_as_missing(haps, contigs, rec_fields.positions, samples, path)
     return TargetData(samples, rec_fields, haps, np.asarray(phased))
 
 
@@ -450,6 +455,36 @@ def _lone_missing_as_diploid(haps: np.ndarray, contigs: np.ndarray) -> None:
         rows = contigs == contig
         haploid_sample = ((first[rows] >= 0) & (second[rows] == ABSENT)).any(axis=0)
         second[rows] = np.where(lone[rows] & ~haploid_sample, MISSING, second[rows])
+
+
+def _stray_haploid_as_missing(haps: np.ndarray, contigs: np.ndarray, positions: np.ndarray, samples: list,
+                              path) -> None:
+    """On an autosome, a haploid call among a sample's diploid ones is an
+    export's fault, not a ploidy: kept, it would make the records imputed
+    around it haploid too (ploidy follows the nearest typed call, as a
+    male's chrX needs), so it is read as missing, in place, with a warning.
+    A sample haploid throughout an autosome stays haploid, said once."""
+    first, second = haps[:, 0::2], haps[:, 1::2]  # views
+    haploid = (second == ABSENT) & (first != ABSENT)
+    stray, whole = [], []
+    for contig in np.unique(contigs[haploid.any(axis=1)]):
+        if not is_autosome(str(contig)):
+            continue
+        rows = np.flatnonzero(contigs == contig)
+        diploid_called = (second[rows] >= 0).any(axis=0)
+        cells = haploid[rows] & diploid_called
+        whole += [(samples[s], contig) for s in np.flatnonzero(haploid[rows].any(axis=0) & ~diploid_called)]
+        if cells.any():
+            r, s = np.argwhere(cells)[0]
+            stray.append((int(cells.sum()), samples[s], contig, positions[rows[r]]))
+        first[rows] = np.where(cells, MISSING, first[rows])
+        second[rows] = np.where(cells, MISSING, second[rows])
+    if stray:
+        log.warning("%s: %d haploid calls among diploid ones on autosomes read as missing (first: sample %s at "
+                    "%s:%d)", path, sum(n for n, *_ in stray), *stray[0][1:])
+    if whole:
+        log.warning("%s: %d samples haploid throughout an autosome, imputed as haploid there (first: sample %s on "
+                    "%s)", path, len(whole), *whole[0])
 
 
 def contig_spans(path: str | Path) -> dict:

@@ -21,6 +21,7 @@ import numpy as np
 
 from genimpute.errors import InputError
 from genimpute.io.bgzf import BgzfWriter
+from genimpute.io.scratch import naming, process_gone, publish
 from genimpute.io.tabix import TabixIndex
 
 _RESOLUTION = 1000  # three decimals
@@ -433,19 +434,18 @@ def _remove_stale_temporaries(path: Path) -> None:
         pid = leftover.name[4:].split(".", 1)[0]
         if not pid.isdigit() or leftover.name not in (f".tmp{pid}.{path.name}", f".tmp{pid}.{path.name}.tbi"):
             continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if process_gone(int(pid)):
             leftover.unlink(missing_ok=True)
-        except PermissionError:  # another user's running process
-            pass
 
 
 def check_output_directory(path: str | Path) -> None:
-    """Refuse an output path whose directory does not exist."""
+    """Refuse an output path whose directory does not exist or cannot be written."""
     path = Path(path)
     if not path.parent.is_dir():
         raise InputError(f"output {path}: directory {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise InputError(f"output {path}: directory {path.parent} cannot be written (read-only?); "
+                         "choose another with --out")
 
 
 class VcfWriter:
@@ -461,6 +461,7 @@ class VcfWriter:
             raise InputError(f"output {self.path}: exists; pass --force to overwrite")
         check_output_directory(self.path)
         self.tmp = self.path.with_name(f".tmp{os.getpid()}.{self.path.name}")
+        self.force = force
         self.records = 0
         _remove_stale_temporaries(self.path)
 
@@ -497,24 +498,29 @@ class VcfWriter:
             self.handle.write(("\n".join(lines) + "\n").encode())
 
     def __exit__(self, exc_type, exc, tb):
-        import pysam
-
         index = Path(f"{self.tmp}.tbi")
         try:
-            try:
-                self.handle.close()
-            except OSError:  # a full disk fails the last blocks too: the first error is the one to report
-                if exc_type is None:
-                    raise
-            if exc_type is None:
-                if self.index.usable:
-                    self.index.write(index, self.handle.block_offsets)
-                else:  # records out of order: tabix refuses the file, with its own message
-                    pysam.tabix_index(str(self.tmp), preset="vcf", force=True)
-                os.replace(self.tmp, self.path)
-                os.replace(index, f"{self.path}.tbi")
+            with naming(self.path):
+                self._finish(exc_type, index)
         finally:
             for leftover in (self.tmp, index):
                 if leftover.exists():
                     leftover.unlink()
         return False
+
+    def _finish(self, exc_type, index: Path) -> None:
+        """Close the file; after a clean run, index and publish it."""
+        import pysam
+
+        try:
+            self.handle.close()
+        except OSError:  # a full disk fails the last blocks too: the first error is the one to report
+            if exc_type is None:
+                raise
+        if exc_type is None:
+            if self.index.usable:
+                self.index.write(index, self.handle.block_offsets)
+            else:  # records out of order: tabix refuses the file, with its own message
+                pysam.tabix_index(str(self.tmp), preset="vcf", force=True)
+            publish(self.tmp, self.path, self.force)
+            os.replace(index, f"{self.path}.tbi")  # the index of the output this run published
