@@ -46,11 +46,15 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     from genimpute.io.vcf_writer import FormatFields
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.regions import parse_region
+    from genimpute.runtime import check_device_name, require_torch
 
     if engine not in ENGINES:
         raise InputError(f"engine: expected one of {', '.join(ENGINES)}; found {engine}")
     if engine == "auto":
         engine = "copying" if ref and not model else "model"
+    check_device_name(device, engine)
+    if engine == "model":
+        require_torch("imputing with a learned model (--engine model)")
     copying = None
     if engine == "copying":
         copying = CopyingSettings() if ne is None else CopyingSettings(ne=ne)
@@ -86,9 +90,11 @@ def train(ref: str | Path | list, array: str | Path | list, out: str | Path | No
     defaults are the backbone's. init: a model directory to start from
     ("pretrained": the shipped model), whose backbone and size then apply.
     dist: a genimpute.distributed.Distributed under torchrun."""
+    from genimpute.runtime import pick_device, require_torch
+
+    require_torch("training (genimpute train)")
     from genimpute.distributed import SINGLE
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
-    from genimpute.runtime import pick_device
     from genimpute.training import train as run_training
 
     init = PRETRAINED_DIR if init == "pretrained" else init

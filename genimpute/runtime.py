@@ -9,6 +9,7 @@ import gc
 import hashlib
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -126,6 +127,30 @@ def limit_threads(n: int) -> None:
         sys.modules["torch"].set_num_threads(n)
     else:  # read by torch when it is imported
         os.environ["OMP_NUM_THREADS"] = str(n)
+
+
+def require_torch(what: str) -> None:
+    """The learned backbones need PyTorch, an extra: the copying engine,
+    the phaser and evaluate do without it, so a light install lacks it."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise GenimputeError(f"{what} needs PyTorch, which this installation lacks: install the learned "
+                             "backbones' extra, pip install 'genimpute[learned]'") from exc
+
+
+DEVICE_NAME = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+
+
+def check_device_name(name: str, engine: str) -> None:
+    """Refuse a device name that no engine reads, and a GPU for the copying
+    engine, which runs on the CPU alone: ignoring either would run the job
+    somewhere other than the user asked."""
+    if not DEVICE_NAME.fullmatch(name):
+        raise GenimputeError(f"--device: expected auto, cpu or cuda[:N]; found {name!r}")
+    if engine == "copying" and name.startswith("cuda"):
+        raise GenimputeError(f"--device {name}: the copying engine runs on the CPU; a GPU serves the learned "
+                             "backbones (--engine model)")
 
 
 def pick_device(name: str = "auto") -> torch.device:
