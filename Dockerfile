@@ -4,9 +4,9 @@
 # --build-arg TORCH=cuda (PyPI's torch bundles the CUDA runtime; run with
 # `docker run --gpus all`).
 #
-#   docker build -t genimpute:0.1.0 .
-#   docker run --rm -v "$PWD:/data" genimpute:0.1.0 impute target.vcf.gz --model model
-#   docker run --rm -v "$PWD:/data" genimpute:0.1.0 impute target.vcf.gz --ref panel.vcf.gz   (pretrained model)
+#   docker build -t genimpute:0.2.0 .
+#   docker run --rm -v "$PWD:/data" genimpute:0.2.0 impute target.vcf.gz --model model
+#   docker run --rm -v "$PWD:/data" genimpute:0.2.0 impute target.vcf.gz --ref panel.vcf.gz   (pretrained model)
 #
 # The test image (the same image plus the checkout's tests, examples,
 # workflows and scripts, and shellcheck) runs the README's test command:
@@ -59,9 +59,9 @@ COPY genimpute ./genimpute
 # on purpose (several options).
 ENV PIP_NO_CACHE_DIR=1
 RUN if [ "$TORCH" = "cpu" ]; then \
-        PIP_EXTRA_INDEX_URL=$TORCH_CPU_INDEX pip install -c constraints-cpu.txt -e '.[dev]' $PIP_OPTIONS; \
+        PIP_EXTRA_INDEX_URL=$TORCH_CPU_INDEX pip install -c constraints-cpu.txt -e '.[dev,learned]' $PIP_OPTIONS; \
     else \
-        pip install -e '.[dev]' $PIP_OPTIONS; \
+        pip install -e '.[dev,learned]' $PIP_OPTIONS; \
     fi
 
 RUN useradd --create-home --uid 1000 genimpute && chown -R genimpute /opt/genimpute/genimpute
