@@ -50,13 +50,13 @@ source "$root/benchmarks/lib.sh"
 lr_for() { case $1 in spin-ev) echo 1e-3 ;; spin*) echo 3e-3 ;; *) echo 1e-3 ;; esac; }
 model_flags() {
   case $1 in
-    spin-nb) echo "--model spin --neighbours 24" ;;
-    spin-ev) echo "--model spin --neighbours 24 --evidence --untyped 250 --typed 250 --context 128" ;;
-    msa-ev) echo "--model msa --evidence --body-rows 12 --local-columns 16 --unsure 0.05 --untyped 300 --typed 300 \
+    spin-nb) echo "--backbone spin --neighbours 24" ;;
+    spin-ev) echo "--backbone spin --neighbours 24 --evidence --untyped 250 --typed 250 --context 128" ;;
+    msa-ev) echo "--backbone msa --evidence --body-rows 12 --local-columns 16 --unsure 0.05 --untyped 300 --typed 300 \
                   --context 128" ;;
-    npssm-ev) echo "--model npssm --evidence --body-rows 6 --local-columns 8 --unsure 0.1 --untyped 300 --typed 300 \
+    npssm-ev) echo "--backbone npssm --evidence --body-rows 6 --local-columns 8 --unsure 0.1 --untyped 300 --typed 300 \
                     --context 128" ;;
-    *) echo "--model $1" ;;
+    *) echo "--backbone $1" ;;
   esac
 }
 map_flags=()

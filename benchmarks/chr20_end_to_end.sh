@@ -8,7 +8,7 @@
 #   bash benchmarks/chr20_end_to_end.sh [training steps, default: genimpute's] [out dir]
 #
 # Training uses genimpute's defaults (backbone, k, steps, 30-minute budget)
-# unless steps are given; TRAIN_FLAGS adds flags (e.g. "--model msa").
+# unless steps are given; TRAIN_FLAGS adds flags (e.g. "--backbone msa").
 # ARRAY=omniexpress runs the same with the OmniExpress sites and targets
 # (default omni2.5).
 #

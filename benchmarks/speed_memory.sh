@@ -12,7 +12,7 @@
 # Parts 2 and 3 need models of their panels; they are trained here for
 # TRAIN_MINUTES each (default 5): enough to time imputation, not to judge accuracy.
 # TRAIN_FLAGS (default none) are extra `genimpute train` flags for them, e.g.
-# "--model spin --neighbours 24 --lr 3e-3" to time that backbone.
+# "--backbone spin --neighbours 24 --lr 3e-3" to time that backbone.
 # PARTS (default "1 2 3 4") picks the parts to run.
 #
 #   bash benchmarks/speed_memory.sh MODEL_DIR [out dir]

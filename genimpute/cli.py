@@ -19,6 +19,7 @@ from genimpute.config import (
     PHASERS,
     TrainConfig,
 )
+from genimpute.cli_sections import SectionedCommand
 from genimpute.errors import GenimputeError
 
 _TRAIN_DEFAULTS = TrainConfig()
@@ -34,10 +35,7 @@ def _run(fn, *args, **kwargs):
         click.echo(f"genimpute: error: {exc}", err=True)
         sys.exit(1)
     except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        where = f" writing {exc.filename}" if exc.filename else ""
-        click.echo(f"genimpute: error: {exc.strerror}{where}", err=True)
+        click.echo(f"genimpute: error: {_os_error_line(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt as exc:
         _stopped(exc)
@@ -46,6 +44,25 @@ def _run(fn, *args, **kwargs):
         if interrupt is None:
             raise
         _stopped(interrupt)
+
+
+_OS_ERROR_HINTS = {
+    errno.ENOSPC: "free space there, or write elsewhere",
+    errno.EDQUOT: "the disk quota is spent: free space there, or write elsewhere",
+    errno.EROFS: "the filesystem is read-only: write elsewhere",
+    errno.EACCES: "check the permissions, or write elsewhere",
+    errno.EPERM: "check the permissions, or write elsewhere",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "check the path",
+    errno.EISDIR: "expected a file; found a directory",
+}
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line for a failed read or write: what failed, where, what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    hint = _OS_ERROR_HINTS.get(exc.errno)
+    return f"{exc.strerror or exc}{where}" + (f" ({hint})" if hint else "")
 
 
 def _stopped(exc: KeyboardInterrupt):
@@ -79,7 +96,7 @@ def _terminate(signum, _frame):
 @click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only, no progress bars.")
 @click.pass_context
 def main(ctx, verbose, quiet):
-    """Genotype imputation with neural non-parametric models."""
+    """Genotype imputation from a phased reference panel (docs/cli.md)."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")
     ctx.obj = {"progress": not quiet and sys.stderr.isatty() or verbose > 0}
@@ -101,93 +118,106 @@ def _limit_threads(_ctx, _param, threads):
 def _threads_option(command):
     """--threads, applied before the command runs (a scheduler's job is given N cores)."""
     return click.option("--threads", type=click.IntRange(min=1), default=None, expose_value=False,
-                        callback=_limit_threads, help="Threads to run on [default: the cores this process may use; "
-                        "the output does not depend on it].")(command)
+                        callback=_limit_threads,
+                        help="Threads [default: the usable cores; the output does not depend on it].")(command)
 
 
 _MODEL_DIR_HELP = "Model directory [default: $GENIMPUTE_MODEL or ~/.local/share/genimpute/model]."
+_MAP_HELP = "Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) [default: 1 cM per Mb]."
+_DEVICE_HELP = "auto, cpu or cuda[:N]: where a learned model runs (the copying engine: the CPU)."
 
 
-@main.command()
+def _alias(old: str, new: str, dest: str):
+    """A hidden option with an earlier release's spelling of `new`, read into
+    `dest` with a warning, so that scripts written for it keep working."""
+    def warn(ctx, _param, value):
+        if value is not None:
+            click.echo(f"genimpute: warning: {old} is deprecated here; use {new}", err=True)
+        return value
+
+    return click.option(old, dest, hidden=True, default=None, callback=warn, expose_value=True)
+
+
+_TRAIN_SECTIONS = {
+    "Inputs": ["ref", "array", "genetic_map", "init", "resume"],
+    "Output": ["out"],
+    "Backbone": ["backbone", "dim", "layers", "heads", "rows_per_gap", "neighbours", "evidence", "body_rows",
+                 "local_columns", "unsure"],
+    "Windows": ["untyped", "typed", "context", "min_array_density"],
+    "Training": ["steps", "max_minutes", "batch_size", "lr", "maf_weight", "seed", "checkpoint_every",
+                 "validate_every"],
+    "Performance": ["device", "distributed", "threads"],
+}
+
+
+@main.command(cls=SectionedCommand, sections=_TRAIN_SECTIONS)
 @click.option("--ref", required=True, multiple=True, type=click.Path(dir_okay=False),
-              help="Phased reference panel VCF/BCF (biallelic); repeat to train on several panels.")
+              help="Phased reference panel VCF/BCF; repeat for several panels.")
 @click.option("--array", "array", required=True, multiple=True, type=click.Path(dir_okay=False),
-              help="Array sites: 'CHROM POS [REF ALT]' per line; once for every panel, or once per --ref in order.")
+              help="Array sites, 'CHROM POS [REF ALT]' a line; once, or once per --ref.")
+@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None, help=_MAP_HELP)
+@click.option("--init", default=None, help="Start from this model directory's weights ('pretrained': the shipped model).")
+@click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help=_MODEL_DIR_HELP)
-@click.option("--model", "model_name", default="match", show_default=True,
-              help="Backbone: match, msa, npssm or spin (spin learns to impute across windows only with --neighbours; "
-                   "BENCHMARKS.md compares them).")
-@click.option("--steps", type=int, default=_TRAIN_DEFAULTS.steps, show_default=True, help="Training steps.")
-@click.option("--max-minutes", type=float, default=_TRAIN_DEFAULTS.max_minutes, show_default=True, help="Wall-clock budget; stops at steps or minutes, whichever comes first.")
-@click.option("--batch-size", type=int, default=_TRAIN_DEFAULTS.batch_size, show_default=True, help="Query haplotypes per step.")
-@click.option("--lr", type=float, default=_TRAIN_DEFAULTS.lr, show_default=True)
-@click.option("--untyped", type=int, default=None,
-              help="U: untyped variants per window [default: the backbone's, 300 for match, 100 for the others].")
-@click.option("--typed", type=int, default=None,
-              help="T: typed variants per window [default: the backbone's, 300 for match, 200 for the others].")
-@click.option("--context", type=int, default=None,
-              help="k: nearest panel haplotypes per query [default: the backbone's, 128 for match, 24 for the others].")
+@click.option("--backbone", default=None, help="match, msa, npssm or spin [default: match].")
+@_alias("--model", "--backbone", "old_backbone")
 @click.option("--dim", type=int, default=None, help=f"Width of the model's layers {_BACKBONES_OWN}.")
 @click.option("--layers", type=int, default=None, help=f"Layers {_BACKBONES_OWN}.")
 @click.option("--heads", type=int, default=None, help=f"match, msa, spin: attention or scoring heads {_BACKBONES_OWN}.")
 @click.option("--rows-per-gap", type=int, default=None,
-              help="match: context rows each gap between typed sites votes over, those matching the query best "
-                   f"around it (0: all k) {_BACKBONES_OWN}.")
+              help=f"match: context rows each gap between typed sites votes over (0: all) {_BACKBONES_OWN}.")
 @click.option("--neighbours", type=int, default=None,
-              help=f"spin: nearest panel haplotypes each query reads, token by token (0: the paper's SPIN) {_BACKBONES_OWN}.")
-@click.option("--evidence", is_flag=True, default=None,
-              help="msa, npssm, spin (with --neighbours): read the match backbone's log-odds of the query (starting "
-                   "from the pretrained model's weights) and learn a correction to them, which starts at none.")
+              help=f"spin: nearest panel haplotypes each query reads (0: the paper's SPIN) {_BACKBONES_OWN}.")
+@click.option("--evidence", is_flag=True, default=None, help="msa, npssm, spin: learn a correction to match's log-odds.")
 @click.option("--body-rows", type=int, default=None,
-              help=f"msa, npssm with --evidence: the nearest context rows the layers read, where match reads all "
-                   f"--context (0: all) {_BACKBONES_OWN}.")
+              help=f"msa, npssm with --evidence: nearest context rows the layers read (0: all) {_BACKBONES_OWN}.")
 @click.option("--local-columns", type=int, default=None,
-              help="msa, npssm with --evidence: the layers read windows of this many columns around the query cells "
-                   f"match is unsure of, and correct those alone (0: every cell) {_BACKBONES_OWN}.")
+              help=f"msa, npssm with --evidence: columns around each unsure cell (0: all) {_BACKBONES_OWN}.")
 @click.option("--unsure", type=float, default=None,
-              help="msa, npssm with --local-columns: a cell is unsure where match's P(alt) lies in (x, 1 - x) "
-                   f"{_BACKBONES_OWN}.")
-@click.option("--maf-weight", type=float, default=_TRAIN_DEFAULTS.maf_weight, show_default=True,
-              help="Weight the query's untyped variants by MAF^-x in the loss (0: equal weights; match, msa and npssm).")
-@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format: where the match backbone's "
-                   "copying model expects recombination [default: 1 cM per Mb].")
+              help=f"With --local-columns: unsure where match's P(alt) is in (x, 1-x) {_BACKBONES_OWN}.")
+@click.option("--untyped", type=int, default=None, help="Untyped variants per window [default: the backbone's].")
+@click.option("--typed", type=int, default=None, help="Typed variants per window [default: the backbone's].")
+@click.option("--context", type=int, default=None, help="Nearest panel haplotypes per query [default: the backbone's].")
 @click.option("--min-array-density", type=float, default=_TRAIN_DEFAULTS.min_array_density, show_default=True,
-              help="Each step keeps a random share in [x, 1] of the array's sites typed and imputes the rest, "
-                   "to train for sparser arrays too (1: the array as given).")
-@click.option("--seed", type=int, default=_TRAIN_DEFAULTS.seed, show_default=True)
+              help="Each step keeps a random share in [x, 1] of the array's sites typed.")
+@click.option("--steps", type=int, default=_TRAIN_DEFAULTS.steps, show_default=True, help="Training steps.")
+@click.option("--max-minutes", type=float, default=_TRAIN_DEFAULTS.max_minutes, show_default=True,
+              help="Wall-clock budget: stops at --steps or this, whichever comes first.")
+@click.option("--batch-size", type=int, default=_TRAIN_DEFAULTS.batch_size, show_default=True, help="Query haplotypes per step.")
+@click.option("--lr", type=float, default=_TRAIN_DEFAULTS.lr, show_default=True, help="Learning rate.")
+@click.option("--maf-weight", type=float, default=_TRAIN_DEFAULTS.maf_weight, show_default=True,
+              help="Weight untyped variants by MAF^-x in the loss (0: equal).")
+@click.option("--seed", type=int, default=_TRAIN_DEFAULTS.seed, show_default=True, help="Random seed.")
 @click.option("--checkpoint-every", type=int, default=_TRAIN_DEFAULTS.checkpoint_every, show_default=True, help="Steps between checkpoints.")
 @click.option("--validate-every", type=int, default=_TRAIN_DEFAULTS.validate_every, show_default=True, help="Steps between validation r2 reports.")
-@click.option("--resume", is_flag=True, help="Continue the run in --out from its last checkpoint.")
-@click.option("--init", default=None,
-              help="Start from the weights of this model directory ('pretrained': the model shipped with genimpute); "
-                   "its backbone and model size replace --model, --dim, --layers, --heads, --rows-per-gap and --neighbours.")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
-@click.option("--distributed", is_flag=True, help="Data-parallel over the processes of a torchrun launch (one per GPU); implied under torchrun.")
+@click.option("--device", default="auto", show_default=True, help=_DEVICE_HELP)
+@click.option("--distributed", is_flag=True, help="Data-parallel over a torchrun launch's processes (implied under torchrun).")
 @_threads_option
 @click.pass_context
-def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, untyped, typed, context, dim,
-          layers, heads, rows_per_gap, neighbours, evidence, body_rows, local_columns, unsure, maf_weight, genetic_map,
-          min_array_density, seed, checkpoint_every, validate_every, resume, init, device, distributed):
-    """Train a model on a reference panel for an array."""
+def train(ctx, ref, array, genetic_map, init, resume, out, backbone, old_backbone, device, distributed, **settings):
+    """Train a learned model on reference panels for an array's sites.
+
+    A multi-allelic panel record is split into biallelic ones. With several
+    --ref, each step draws its window from one panel in proportion to their
+    untyped records. --init's model brings its backbone and size (--backbone,
+    --dim, --layers, --heads, --rows-per-gap, --neighbours). A flag the
+    chosen backbone does not read is refused. Needs the learned extra
+    (pip install 'genimpute[learned]')."""
+    from genimpute.runtime import require_torch
+
+    _run(require_torch, "training (genimpute train)")
     from genimpute import distributed as ddp
     from genimpute.api import train as run_train
     from genimpute.modeldir import default_model_dir
 
     out = Path(out) if out else default_model_dir()
-    settings = dict(steps=steps, max_minutes=max_minutes, batch_size=batch_size, lr=lr, seed=seed,
-                    checkpoint_every=checkpoint_every, validate_every=validate_every, maf_weight=maf_weight,
-                    min_array_density=min_array_density)
-    given = {"untyped": untyped, "typed": typed, "context": context, "dim": dim, "layers": layers, "heads": heads,
-             "rows_per_gap": rows_per_gap, "neighbours": neighbours, "evidence": evidence, "body_rows": body_rows,
-             "local_columns": local_columns, "unsure": unsure}
-    settings.update({name: v for name, v in given.items() if v is not None})
+    settings = {name: value for name, value in settings.items() if value is not None}
     dist = _run(ddp.start, distributed)
     if not dist.is_main:
         logging.getLogger().setLevel(logging.WARNING)  # one process reports progress
     try:
-        prov = _run(run_train, ref, array, out, model=model_name, init=init, resume=resume, genetic_map=genetic_map,
-                    device=device, dist=dist, progress=ctx.obj["progress"], **settings)
+        prov = _run(run_train, ref, array, out, model=backbone or old_backbone or "match", init=init, resume=resume,
+                    genetic_map=genetic_map, device=device, dist=dist, progress=ctx.obj["progress"], **settings)
     finally:
         ddp.stop(dist)
     if dist.is_main:
@@ -195,52 +225,56 @@ def train(ctx, ref, array, out, model_name, steps, max_minutes, batch_size, lr, 
         click.echo(f"model written to {out}: {prov['steps']} steps in {prov['minutes']} min, validation r2 {last:.4f}")
 
 
-@main.command()
+_IMPUTE_SECTIONS = {
+    "Inputs": ["ref", "model_dir", "genetic_map", "region"],
+    "Outputs": ["out", "fields", "audit", "force"],
+    "Engine": ["engine", "ne", "phaser", "validate", "validate_fraction", "seed"],
+    "Performance": ["batch_samples", "threads", "device"],
+}
+
+
+@main.command(cls=SectionedCommand, sections=_IMPUTE_SECTIONS)
 @click.argument("target", type=click.Path(dir_okay=False))
 @click.option("--ref", type=click.Path(dir_okay=False), default=None,
-              help="Reference panel VCF/BCF or compact panel to impute from, instead of the model's own; without "
-                   "--model the copying engine imputes from it (--engine auto), with --engine model the "
-                   "pretrained model shipped with genimpute.")
+              help="Reference panel: phased VCF/BCF, or compact (genimpute panel).")
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
-              help="Model directory [default: the pretrained model with --ref; else $GENIMPUTE_MODEL or "
-                   "~/.local/share/genimpute/model]; given with --ref, --engine auto runs this model.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Output .vcf.gz [default: <target>.imputed.vcf.gz in the current directory].")
-@click.option("--force", is_flag=True, help="Overwrite an existing output.")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
-@click.option("--validate", is_flag=True, help="Estimate accuracy without truth: hide a fraction of the typed sites, impute them, report the empirical r2 (log and VCF header).")
-@click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True, help="Fraction of typed sites hidden by --validate.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
-@click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based, inclusive); see `genimpute chunks`.")
-@click.option("--phaser", type=click.Choice(["auto", *PHASERS, BUILT_IN_PHASER, "none"]), default="auto",
-              show_default=True,
-              help="Phaser for an unphased TARGET (auto: the first of beagle, shapeit4 on PATH, else genimpute's own; "
-                   "genimpute: its own, at the typed sites against the panel and the cohort; none: refuse unphased "
-                   "input).")
+              help="Learned model directory [default: the pretrained one with --ref; else $GENIMPUTE_MODEL].")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Genetic map, PLINK (chrom id cM bp) or shapeit4 (pos chr cM) format, for the phaser, the copying engine "
-                   "and the match backbone's copying model [default: the model's panel's, from train --map; else 1 cM per Mb].")
-@click.option("--report", "audit", type=click.Path(dir_okay=False), default=None,
-              help="Write a TSV with the harmonisation decision for every target record (match, swap, flip, ...), "
-                   "and beside it FILE.samples.tsv (audit.tsv: audit.samples.tsv) with each sample's decision as "
-                   "a possible panel duplicate.")
+              help="Genetic map, PLINK or shapeit4 format [default: the model's, else 1 cM per Mb].")
+@click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based; see chunks).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Output .vcf.gz [default: <target>.imputed.vcf.gz here].")
+@click.option("--format", "fields", default="GT:DS:GP", show_default=True,
+              help="FORMAT fields: GT and any of DS, HDS, GP, in that order.")
+@click.option("--audit", type=click.Path(dir_okay=False), default=None,
+              help="TSV of each target record's harmonisation (match, swap, flip, ...), and FILE.samples.tsv.")
+@_alias("--report", "--audit", "old_audit")
+@click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 @click.option("--engine", type=click.Choice(["auto", "copying", "model"]), default="auto", show_default=True,
-              help="copying: one copying-model pass per target haplotype along each contig, over states chosen by "
-                   "PBWTs of the panel; model: the model directory's backbone, window by window; auto: copying with "
-                   "--ref and no --model, else model.")
+              help="copying engine, or a learned model; auto: copying with --ref and no --model.")
 @click.option("--ne", type=float, default=CopyingSettings.ne, show_default=True,
               help="Effective population size in the copying engine's switch rate.")
+@click.option("--phaser", type=click.Choice(["auto", *PHASERS, BUILT_IN_PHASER, "none"]), default="auto",
+              show_default=True, help="For an unphased TARGET; auto: beagle, shapeit4, else genimpute's own.")
+@click.option("--validate", is_flag=True, help="Hide a share of typed sites, impute them, report empirical r2.")
+@click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True,
+              help="Share of typed sites --validate hides.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
 @click.option("--batch-samples", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Target samples imputed at most at once; a larger cohort goes through in batches (memory as one "
-                   "batch's, output the same). Fewer where a batch's output over a window would pass 0.5 GB.")
-@click.option("--format", "fields", default="GT:DS:GP", show_default=True,
-              help="FORMAT fields of imputed and typed records: GT and any of DS, HDS (each haplotype's dosage) and "
-                   "GP, written in that order. GT:DS is half the text of GT:DS:GP, and a large cohort's run the faster.")
+              help="Target samples imputed at once (memory; the output does not depend on it).")
+@click.option("--device", default="auto", show_default=True, help=_DEVICE_HELP)
 @_threads_option
 @click.pass_context
-def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_fraction, seed, region, phaser, genetic_map,
-           audit, engine, ne, batch_samples, fields):
-    """Impute the untyped panel variants of a TARGET VCF (phased, or phased
-    here first)."""
+def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit, old_audit, force, engine, ne, phaser,
+           validate, validate_fraction, seed, batch_samples, device):
+    """Impute the untyped panel variants of a TARGET VCF.
+
+    TARGET's records are matched to the panel (swapped or strand-flipped
+    alleles recoded, palindromic and mismatched ones dropped and listed by
+    --audit); an unphased TARGET is phased first (--phaser). The output is
+    an indexed bgzipped VCF of every panel record on TARGET's contigs, with
+    INFO AF, DR2 and IMP. An output that another run wrote meanwhile is
+    never replaced without --force."""
     from genimpute.api import default_output
     from genimpute.api import impute as run_impute
 
@@ -251,8 +285,12 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
     out = out or default_output(target)
     summary = _run(run_impute, target, out, ref=ref, model=model_dir, engine=engine, genetic_map=genetic_map,
                    region=region, fields=fields, phaser=None if phaser == "none" else phaser,
-                   validate_fraction=validate_fraction if validate else None, seed=seed, report=audit, ne=ne,
-                   batch_samples=batch_samples, device=device, force=force, progress=ctx.obj["progress"])
+                   validate_fraction=validate_fraction if validate else None, seed=seed, report=audit or old_audit,
+                   ne=ne, batch_samples=batch_samples, device=device, force=force, progress=ctx.obj["progress"])
+    _print_imputed(out, summary)
+
+
+def _print_imputed(out, summary: dict) -> None:
     possible = summary["possible_panel_duplicates"]
     in_panel = f" ({summary['samples_in_panel']} found in the panel" + \
         (f", {possible} with a panel sample's genotypes over too short a span to tell)" if possible else ")")
@@ -264,19 +302,19 @@ def impute(ctx, target, ref, model_dir, out, force, device, validate, validate_f
                    f"concordance {v['concordance']:.4f}")
 
 
-@main.command()
+@main.command(cls=SectionedCommand, sections={"Inputs": ["ref", "genetic_map"], "Output": ["out", "force"]})
 @click.argument("ref", type=click.Path(exists=True, dir_okay=False))
+@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None, help=_MAP_HELP)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Compact panel file to write.")
-@click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Genetic map placing the records in cM (PLINK or shapeit4 format) [default: 1 cM per Mb].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output.")
 @_threads_option
 @click.pass_context
-def panel(ctx, ref, out, genetic_map, force):
-    """Convert a reference panel VCF/BCF into a compact file (records,
-    genetic positions, and each record's haplotypes bit-packed or, for a
-    rare one, as its carriers' list) that `impute --ref` and `train --ref`
-    read without parsing VCF."""
+def panel(ctx, ref, genetic_map, out, force):
+    """Convert a reference panel VCF/BCF into a compact file.
+
+    The compact file holds the records, their genetic positions (--map) and
+    each record's haplotypes bit-packed or, for a rare one, as its carriers'
+    list; impute --ref and train --ref read it without parsing VCF."""
     import os
     import time
 
@@ -290,39 +328,56 @@ def panel(ctx, ref, out, genetic_map, force):
                f"{time.monotonic() - started:.1f} s")
 
 
-@main.command()
+@main.command(cls=SectionedCommand, sections={"Inputs": ["ref", "size"], "Output": ["out"]})
 @click.option("--ref", required=True, type=click.Path(dir_okay=False),
-              help="Reference panel whose contigs are split: VCF/BCF, or compact (`genimpute panel`; read at once).")
+              help="Reference panel whose contigs are split: VCF/BCF or compact.")
 @click.option("--size", default="5Mb", show_default=True, help="Chunk length: 5Mb, 250kb, 100000.")
 @click.option("--out", type=click.Path(dir_okay=False), default="-", show_default=True, help="Chunk list file (- for stdout).")
 def chunks(ref, size, out):
-    """Split the panel's contigs into regions for `impute --region`, one per
-    line. Chunks tile each contig from 1, the last open-ended, so every
-    record falls in exactly one; no buffer is needed, because impute plans
-    windows over the whole contig whatever the region."""
+    """Split the panel's contigs into regions for impute --region.
+
+    One region a line. Chunks tile each contig from 1, the last open-ended,
+    so every record falls in exactly one; no buffer is needed, because
+    impute plans its windows over the whole contig whatever the region."""
     from genimpute.panel import contig_spans
     from genimpute.regions import parse_size, plan_chunks
 
     regions = _run(plan_chunks, _run(contig_spans, ref), _run(parse_size, size, "--size"))
+    _run(_write_lines, out, [f"{r}\n" for r in regions])
+
+
+def _write_lines(out: str, lines: list) -> None:
+    """Lines to `out` (- for stdout), whole or not at all."""
+    if out != "-":
+        from genimpute.io.vcf_writer import check_output_directory
+
+        check_output_directory(out)
     with click.open_file(out, "w", atomic=out != "-") as f:
-        f.write("".join(f"{r}\n" for r in regions))
+        f.write("".join(lines))
 
 
-@main.command()
+@main.command(cls=SectionedCommand, sections={"Inputs": ["truth", "ref", "labels", "populations"],
+                                              "Outputs": ["out_dir", "as_json"]})
 @click.argument("imputed", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--truth", required=True, type=click.Path(dir_okay=False), help="VCF with the true genotypes.")
-@click.option("--ref", type=click.Path(dir_okay=False), default=None, help="Reference panel (VCF/BCF or compact) for MAF bins [default: INFO/AF of the first imputed file, else truth MAF].")
-@click.option("--labels", default=None, help="Comma-separated names for the imputed files.")
-@click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Tab-separated table with columns 'sample' and 'population': scores per population too.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None, help="Write report.md, report.json and PNG plots into this directory.")
+@click.option("--ref", type=click.Path(dir_okay=False), default=None,
+              help="Reference panel for MAF bins [default: the first file's INFO/AF, else truth's MAF].")
+@click.option("--labels", default=None, help="Comma-separated names of the imputed files.")
+@click.option("--populations", type=click.Path(dir_okay=False), default=None,
+              help="TSV with columns sample and population: scores per population too.")
+@_alias("--samples", "--populations", "old_populations")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for report.md, report.json and the figures.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full tables as JSON.")
-def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
-    """r2 by MAF bin, concordance and quality-score calibration of IMPUTED
-    VCFs (genimpute, Beagle, Minimac4) against TRUTH."""
+def evaluate(imputed, truth, ref, labels, populations, old_populations, out_dir, as_json):
+    """Score IMPUTED VCFs (genimpute, Beagle, Minimac4) against TRUTH.
+
+    Aggregate r2 by MAF bin, concordance, and each quality score's (DR2,
+    R2) calibration against the true per-variant r2."""
     from genimpute.api import evaluate as run_evaluate
 
     result = _run(run_evaluate, truth, list(imputed), labels=labels.split(",") if labels else None, ref=ref,
-                  samples=samples)
+                  samples=populations or old_populations)
     if out_dir is not None:
         _write_report(result, out_dir, {"truth": truth, **dict(zip(result.overall().index, imputed))})
     if as_json:
@@ -335,35 +390,45 @@ def evaluate(imputed, truth, ref, labels, samples, out_dir, as_json):
         _print_evaluation(result)
 
 
-@main.command()
+_BENCHMARK_SECTIONS = {
+    "Inputs": ["ref", "array", "truth", "genetic_map", "populations"],
+    "Output": ["out_dir", "force"],
+    "Tools": ["tools", "model_dir", "train", "steps", "max_minutes"],
+    "Performance": ["threads"],
+}
+
+
+@main.command(cls=SectionedCommand, sections=_BENCHMARK_SECTIONS)
 @click.option("--ref", required=True, type=click.Path(dir_okay=False), help="Phased reference panel VCF/BCF.")
-@click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: the truth is masked to these to make the targets.")
-@click.option("--truth", required=True, type=click.Path(dir_okay=False), help="Phased VCF with the true genotypes of the target samples.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="genimpute_benchmark", show_default=True, help="Directory for outputs, logs and the report.")
-@click.option("--tools", default=",".join(BENCHMARK_TOOLS), show_default=True, help="Comma-separated tools to run; those not on PATH are skipped with a warning.")
-@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
-              help="Impute with this trained genimpute model [default: the copying engine over the panel, converted "
-                   "first, as `impute --ref`].")
-@click.option("--train", is_flag=True, help="Train a genimpute model into OUT/model first, and impute with it.")
-@click.option("--steps", type=int, default=None, help="Training steps, with --train [default: as genimpute train].")
-@click.option("--max-minutes", type=float, default=None,
-              help="Training wall-clock budget, with --train [default: as genimpute train].")
+@click.option("--array", "array", required=True, type=click.Path(dir_okay=False), help="Array sites: the truth masked to them makes the targets.")
+@click.option("--truth", required=True, type=click.Path(dir_okay=False), help="Phased VCF of the target samples' true genotypes.")
 @click.option("--map", "genetic_map", type=click.Path(dir_okay=False), default=None,
-              help="PLINK genetic map, passed to Beagle and to genimpute's panel, train and impute.")
-@click.option("--samples", type=click.Path(dir_okay=False), default=None, help="Samples table ('sample', 'population') for per-population scores.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="Threads for every tool [default: the cores this process may use].")
-@click.option("--force", is_flag=True, help="Replace an existing report in OUT.")
-def benchmark(ref, array, truth, out_dir, tools, model_dir, train, steps, max_minutes, genetic_map, samples, threads,
-              force):
-    """Mask TRUTH to the ARRAY, impute with genimpute, Beagle and Minimac4,
-    time each, and report their accuracy side by side."""
+              help="PLINK genetic map, given to every tool.")
+@click.option("--populations", type=click.Path(dir_okay=False), default=None,
+              help="TSV with columns sample and population: scores per population too.")
+@_alias("--samples", "--populations", "old_populations")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="genimpute_benchmark", show_default=True,
+              help="Directory for outputs, logs and the report.")
+@click.option("--force", is_flag=True, help="Replace an existing report in --out.")
+@click.option("--tools", default=",".join(BENCHMARK_TOOLS), show_default=True, help="Comma-separated tools; those not on PATH are skipped.")
+@click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
+              help="Impute with this learned model directory [default: the copying engine].")
+@click.option("--train", is_flag=True, help="Train a learned model into OUT/model first, and impute with it.")
+@click.option("--steps", type=int, default=None, help="Training steps, with --train [default: as train].")
+@click.option("--max-minutes", type=float, default=None, help="Training budget, with --train [default: as train].")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads for every tool [default: the usable cores].")
+def benchmark(ref, array, truth, genetic_map, populations, old_populations, out_dir, force, tools, model_dir, train,
+              steps, max_minutes, threads):
+    """Time and score genimpute, Beagle and Minimac4 on one job.
+
+    TRUTH masked to the ARRAY's sites makes the targets; each tool imputes
+    them from the panel, and their accuracy is reported side by side."""
     from genimpute.benchmark import run_benchmark
 
     train_args = [*(["--steps", str(steps)] if steps is not None else []),
                   *(["--max-minutes", str(max_minutes)] if max_minutes is not None else [])]
     result, timings, inputs = _run(run_benchmark, ref, array, truth, out_dir, tools.split(","), model_dir, train,
-                                   train_args, genetic_map, samples, threads, force)
+                                   train_args, genetic_map, populations or old_populations, threads, force)
     _write_report(result, out_dir, inputs, timings)
     _print_evaluation(result)
     click.echo("\nWall time and peak memory")
@@ -373,7 +438,7 @@ def benchmark(ref, array, truth, out_dir, tools, model_dir, train, steps, max_mi
 def _write_report(result, out_dir, inputs, timings=None) -> None:
     from genimpute.report import write_report
 
-    path = write_report(result, out_dir, inputs, timings)
+    path = _run(write_report, result, out_dir, inputs, timings)
     click.echo(f"report written to {path}", err=True)
 
 

@@ -298,10 +298,10 @@ def test_unknown_backbone_lists_valid_ones(tmp_path, data):
 def test_report_path_is_checked_like_the_output(tmp_path, trained, data):
     target = str(data / "targets.omni2.5.vcf.gz")
     msg = _error(["impute", target, "--model", str(trained), "--out", str(tmp_path / "o.vcf.gz"),
-                  "--report", str(tmp_path / "no" / "such" / "dir.tsv")])
-    assert "--report" in msg and "cannot write" in msg and not (tmp_path / "o.vcf.gz").exists()
+                  "--audit", str(tmp_path / "no" / "such" / "dir.tsv")])
+    assert "--audit" in msg and "cannot write" in msg and not (tmp_path / "o.vcf.gz").exists()
     existing = tmp_path / "audit.tsv"
     existing.write_text("keep me\n")
     msg = _error(["impute", target, "--model", str(trained), "--out", str(tmp_path / "o.vcf.gz"),
-                  "--report", str(existing)])
+                  "--audit", str(existing)])
     assert "--force" in msg and existing.read_text() == "keep me\n"

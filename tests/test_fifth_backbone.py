@@ -57,7 +57,7 @@ def registered(monkeypatch):
 
 def test_a_backbone_registered_by_name_trains_resumes_and_imputes(registered, tmp_path):
     model_dir = tmp_path / "model"
-    args = ["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(model_dir), "--model", "vote",
+    args = ["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(model_dir), "--backbone", "vote",
             "--batch-size", "4", "--checkpoint-every", "4", "--validate-every", "4"]
     run([*args, "--steps", "4"])
     run([*args, "--steps", "8", "--resume"])

@@ -41,7 +41,7 @@ def test_swapped_alleles_impute_as_the_original(plain, trained, tmp_path):
     swapped = [vcf_edit.swap(r) if i % 2 else r for i, r in enumerate(records)]
     target = vcf_edit.write(tmp_path / "swapped.vcf", header, swapped)
     audit = tmp_path / "audit.tsv"
-    assert _impute(target, trained, tmp_path / "out.vcf.gz", "--report", str(audit)) == plain
+    assert _impute(target, trained, tmp_path / "out.vcf.gz", "--audit", str(audit)) == plain
     assert audit.read_text().count("\tswap\t") == len(records) // 2
 
 

@@ -64,7 +64,7 @@ def test_train_from_the_pretrained_weights_takes_its_model_and_weights(tmp_path)
 def test_train_from_another_model_takes_that_backbones_default_window(tmp_path, trained):
     """--init's backbone replaces --model's, and so do its default U, T and k."""
     out = tmp_path / "from_match"
-    run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(out), "--model", "msa",
+    run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(out), "--backbone", "msa",
          "--init", str(trained), "--steps", "1", "--batch-size", "2", "--validate-every", "1"])
     config = load_model_dir(out).config
     assert config.model.name == "match"

@@ -316,13 +316,13 @@ def test_to_json_of_a_frame_with_nan():
         {"r2": 0.5, "variants": 2}, {"r2": None, "variants": 0}]
 
 
-# --- genimpute evaluate --out --samples --------------------------------------
+# --- genimpute evaluate --out --populations --------------------------------------
 
 def test_evaluate_cli_writes_report_with_populations(tmp_path, inputs):
     samples = tmp_path / "samples.tsv"
     samples.write_text("sample\tpopulation\nS1\tP1\nS2\tP1\nS3\tP2\nS4\tP2\n")
     out = tmp_path / "report"
-    result = run(["evaluate", "--truth", str(inputs["truth"]), "--labels", "alpha,beta", "--samples", str(samples),
+    result = run(["evaluate", "--truth", str(inputs["truth"]), "--labels", "alpha,beta", "--populations", str(samples),
                   "--out", str(out), str(inputs["alpha"]), str(inputs["beta"])])
     assert f"report written to {out / 'report.md'}" in result.output
     for name in ("report.md", "report.json", R2_PNG, CALIBRATION_PNG):
@@ -344,7 +344,7 @@ def test_evaluate_cli_bad_samples_table(tmp_path, inputs):
     samples = tmp_path / "samples.tsv"
     samples.write_text("sample\tpop\nS1\tP1\n")
     out = tmp_path / "report"
-    result = run(["evaluate", "--truth", str(inputs["truth"]), "--samples", str(samples), "--out", str(out),
+    result = run(["evaluate", "--truth", str(inputs["truth"]), "--populations", str(samples), "--out", str(out),
                   str(inputs["alpha"])], ok=False)
     assert result.exit_code == 1, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("genimpute: error:")]
