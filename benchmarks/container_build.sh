@@ -49,7 +49,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security_mirror=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 suite=bookworm
 base_image=localhost/debian:bookworm-debootstrap
-image=localhost/genimpute:0.1.0
+image=localhost/genimpute:0.2.0
 test_image=localhost/genimpute:test
 
 if [[ $EUID -ne 0 ]]; then

@@ -10,5 +10,5 @@ locate_numba_cache()  # before any module that numba compiles is imported
 
 from genimpute.api import evaluate, impute, train  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["__version__", "evaluate", "impute", "train"]

@@ -29,7 +29,7 @@ params.outdir     = 'genimpute_results'
 process CONCAT {
     tag "$meta.id"
     label 'process_single'
-    container 'genimpute:0.1.0'
+    container 'genimpute:0.2.0'
     publishDir params.outdir, mode: 'copy'
 
     input:

@@ -1,7 +1,7 @@
 process GENIMPUTE_CHUNKS {
     tag "$meta.id"
     label 'process_single'
-    container 'genimpute:0.1.0'
+    container 'genimpute:0.2.0'
 
     input:
     tuple val(meta), path(panel)
@@ -27,6 +27,6 @@ process GENIMPUTE_CHUNKS {
     stub:
     """
     echo '1' > ${meta.id}_chunks.txt
-    echo '"${task.process}": {genimpute: 0.1.0}' > versions.yml
+    echo '"${task.process}": {genimpute: 0.2.0}' > versions.yml
     """
 }

@@ -1,7 +1,7 @@
 process GENIMPUTE_IMPUTE {
     tag "${meta.id}:${region}"
     label 'process_medium'
-    container 'genimpute:0.1.0'
+    container 'genimpute:0.2.0'
 
     input:
     tuple val(meta), path(target), path(target_index), val(region)
@@ -36,6 +36,6 @@ process GENIMPUTE_IMPUTE {
     """
     echo | gzip > ${prefix}.vcf.gz
     touch ${prefix}.vcf.gz.tbi
-    echo '"${task.process}": {genimpute: 0.1.0}' > versions.yml
+    echo '"${task.process}": {genimpute: 0.2.0}' > versions.yml
     """
 }

@@ -1,7 +1,7 @@
 process GENIMPUTE_PANEL {
     tag "$meta.id"
     label 'process_medium'  // every other process waits for it: two cores inflate and pack the panel
-    container 'genimpute:0.1.0'
+    container 'genimpute:0.2.0'
 
     input:
     tuple val(meta), path(panel), path(panel_index)
@@ -31,6 +31,6 @@ process GENIMPUTE_PANEL {
     prefix = task.ext.prefix ?: "${meta.id}"
     """
     touch ${prefix}.gpanel
-    echo '"${task.process}": {genimpute: 0.1.0}' > versions.yml
+    echo '"${task.process}": {genimpute: 0.2.0}' > versions.yml
     """
 }

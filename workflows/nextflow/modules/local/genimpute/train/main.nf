@@ -1,7 +1,7 @@
 process GENIMPUTE_TRAIN {
     tag "$meta.id"
     label 'process_high'
-    container 'genimpute:0.1.0'
+    container 'genimpute:0.2.0'
 
     input:
     tuple val(meta), path(panel)
@@ -33,6 +33,6 @@ process GENIMPUTE_TRAIN {
     """
     mkdir ${prefix}
     touch ${prefix}/config.json ${prefix}/model.pt ${prefix}/provenance.json ${prefix}/panel.npz
-    echo '"${task.process}": {genimpute: 0.1.0}' > versions.yml
+    echo '"${task.process}": {genimpute: 0.2.0}' > versions.yml
     """
 }
