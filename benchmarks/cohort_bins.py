@@ -9,7 +9,7 @@ genimpute.K.vcf.gz and beagle.K.vcf.gz for K = 1..COHORTS.
 
 r2 as `genimpute evaluate` computes it (ALT-pooled, over the imputed
 variants both tools wrote, MAF from PANEL), shown to 4 decimals as in
-BENCHMARKS.md: a cohort counts as level where the two round to the same
+docs/results.md: a cohort counts as level where the two round to the same
 figure, as the goal's tables would show it.
 """
 

@@ -3,7 +3,7 @@ MAF bin that heldout_large_panel.py recorded in each seed's directory
 (errors.json), and per bin the geometric mean over seeds of each tool's
 error over the baseline's, with its 90% interval across seeds
 (seed_bins.ratio_interval). One seed's bootstrap intervals understate how
-a bin's difference moves between simulations (BENCHMARKS.md, stop 50); the
+a bin's difference moves between simulations (docs/journal/BENCHMARKS.md, stop 50); the
 seeds are the replicates.
 
     python benchmarks/heldout_seeds.py DIR... [--baseline copying] [--tools beagle,copyingmax_states800]

@@ -8,7 +8,7 @@ seeds.
 Why seeds: each seed is another 1 Mb simulation, another genealogy. The
 samples of one simulation share it, so a bootstrap over one seed's samples
 or variants understates how much a bin's difference moves from one
-simulation to the next (BENCHMARKS.md, stop 50); seeds are the independent
+simulation to the next (docs/journal/BENCHMARKS.md, stop 50); seeds are the independent
 replicates.
 
     python benchmarks/seed_bins.py OUT_DIR SEED... [--panels 1000,4000,16000] [--cohort 100]

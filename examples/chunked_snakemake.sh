@@ -3,7 +3,7 @@
 # Snakemake workflow: train a small model, split the panel into 100 kb chunks,
 # impute each chunk as its own job, concatenate, index, and score against the
 # truth into <out>/report/. A cluster run is the same command with an executor
-# (e.g. --executor slurm --jobs 100); see README "Running in pipelines".
+# (e.g. --executor slurm --jobs 100); see docs/pipelines.md.
 #
 #   bash examples/chunked_snakemake.sh [out dir, default chunked_out]
 set -euo pipefail

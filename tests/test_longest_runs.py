@@ -1,4 +1,4 @@
-"""benchmarks/longest_runs.py: each haplotype's matching run through each
+"""benchmarks/experiments/longest_runs.py: each haplotype's matching run through each
 site, and the steps at whose first sites states are found as Beagle finds
 them."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "experiments"))
 from longest_runs import runs_through, step_starts  # noqa: E402
 
 

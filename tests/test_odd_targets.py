@@ -66,7 +66,7 @@ def test_missing_calls_are_imputed_and_flagged(plain, trained, tmp_path):
             else:
                 assert record[s] == truth[record[1]][s]  # observed calls pass through unchanged
     # (how often they are right depends on the model: the tests' tiny one is
-    # barely trained; BENCHMARKS.md measures it with a real one)
+    # barely trained; docs/journal/BENCHMARKS.md measures it with a real one)
     assert filled == len(hidden)
 
 

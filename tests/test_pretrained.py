@@ -17,7 +17,7 @@ from genimpute.models import default_window
 from genimpute.panel import ReferencePanel
 
 # how far below Beagle 5.4's aggregate r2 on the test slice (10 targets) the pretrained
-# model may fall here; BENCHMARKS.md has the figures on the whole benchmark
+# model may fall here; docs/results.md has the figures on the whole benchmark
 MAX_GAP_TO_BEAGLE = 0.02
 
 

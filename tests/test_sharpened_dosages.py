@@ -1,4 +1,4 @@
-"""benchmarks/sharpened_dosages.py: P(alt) sharpened in logit space, and DR2 from haplotype probabilities."""
+"""benchmarks/experiments/sharpened_dosages.py: P(alt) sharpened in logit space, and DR2 from haplotype probabilities."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "experiments"))
 from sharpened_dosages import dosage_r2, sharpened  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/switch_scales.py: a scale's settings make the copying
+"""benchmarks/experiments/switch_scales.py: a scale's settings make the copying
 model's switch length that many times the default's, and the scales are
 compared on samples imputed over every segment of the contig."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_copying import _panel
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "experiments"))
 from switch_scales import dosages, scaled_settings  # noqa: E402
 
 from genimpute.config import CopyingSettings  # noqa: E402

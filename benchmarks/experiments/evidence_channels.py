@@ -4,7 +4,7 @@ on the model's held-out panel samples (validation_by_maf's windows, every
 and the correction without match's log-odds as an input channel (the
 channel's weights at 0, the rows and the gate as trained).
 
-    python benchmarks/evidence_channels.py MODEL_DIR ARRAY
+    python benchmarks/experiments/evidence_channels.py MODEL_DIR ARRAY
 
 Prints one line per variant: r2 per MAF bin and overall, and seconds.
 """

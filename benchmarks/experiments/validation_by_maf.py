@@ -5,7 +5,7 @@ haplotypes are the queries, their typed alleles the evidence, and no
 validation sample is in any context. Benchmark targets are never used, so
 this is the figure to compare training recipes with.
 
-    python benchmarks/validation_by_maf.py MODEL_DIR ARRAY [k]
+    python benchmarks/experiments/validation_by_maf.py MODEL_DIR ARRAY [k]
 
 Prints one line: the model, k, r2 per MAF bin (bins as `genimpute
 evaluate`), the aggregate over all bins, and the seconds it took.

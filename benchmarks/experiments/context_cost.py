@@ -15,7 +15,7 @@ memory is its own.
   of 1,882 haplotypes encoded once (its encoding timed apart: its cost grows
   with the panel, not with k).
 
-    python benchmarks/context_cost.py [k ...]    (default 16 32 64 128 256)
+    python benchmarks/experiments/context_cost.py [k ...]    (default 16 32 64 128 256)
 
 Prints, per backbone and k: seconds per pass (median of 3) and the peak
 memory the pass added (MB).

@@ -2,7 +2,7 @@
 alternatives tried for it: the full pass against `query_logits`, bfloat16
 autocast, and one thread against the default.
 
-    python benchmarks/forward_pass.py MODEL_DIR
+    python benchmarks/experiments/forward_pass.py MODEL_DIR
 
 Input: one fixed-size pass as impute runs it on a CPU (the backbone's
 queries per pass, 1 + k rows, the model's U + T columns, random alleles).

@@ -6,7 +6,7 @@ the genetic map. Both are scored on the same untyped variants, in bins of
 MAF among the training haplotypes. No benchmark target is used, so this is
 the comparison with Beagle that settings may be chosen on.
 
-    python benchmarks/heldout_vs_beagle.py MODEL_DIR PANEL ARRAY MAP [OUT_DIR]
+    python benchmarks/experiments/heldout_vs_beagle.py MODEL_DIR PANEL ARRAY MAP [OUT_DIR]
 
 PANEL is the VCF/BCF the model was trained on. Prints a line per tool and
 their difference per bin. Beagle's output is kept in OUT_DIR (default

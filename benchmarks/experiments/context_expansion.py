@@ -3,7 +3,7 @@ model when it imputes with k context haplotypes other than the k it was
 trained with. Validation is on the model's held-out panel samples (the same
 windows and queries as training's validation), never on benchmark targets.
 
-    python benchmarks/context_expansion.py MODEL_DIR ARRAY 24,48,96,16
+    python benchmarks/experiments/context_expansion.py MODEL_DIR ARRAY 24,48,96,16
 
 Prints one JSON line per k: validation r2 and the seconds it took.
 """

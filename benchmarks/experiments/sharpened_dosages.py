@@ -6,7 +6,7 @@ the true r2 because small probabilities are spread over many haplotypes;
 this asks whether a sharper P(alt) would fix the score without costing
 accuracy.
 
-    python benchmarks/sharpened_dosages.py OUT_DIR IMPUTED [--powers 1,1.1,1.2,1.5]
+    python benchmarks/experiments/sharpened_dosages.py OUT_DIR IMPUTED [--powers 1,1.1,1.2,1.5]
 
 OUT_DIR: a heldout_large_panel.py output; IMPUTED: its held-out samples
 imputed with HDS (`genimpute impute OUT_DIR/gt.vcf.gz --ref
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ from cyvcf2 import VCF
 from genimpute.evaluation import BIN_LABELS, is_imputed, variant_key
 from genimpute.io.vcf_writer import DosageSums
 from genimpute.metrics import r2_from_sums
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the maintained scripts this one reads
 from heldout_large_panel import truth_and_bins
 from paired_errors import bin_errors, cell_sums
 

@@ -6,7 +6,7 @@ of the switch length at impute time could see (the panel, no truth), so
 where the two sets rank the scales alike such a fit could choose one; where
 they do not, it would chase the draw.
 
-    python benchmarks/switch_scales.py HELDOUT_DIR PANEL ARRAY --map MAP [--scales 1,2,4] [--own 300]
+    python benchmarks/experiments/switch_scales.py HELDOUT_DIR PANEL ARRAY --map MAP [--scales 1,2,4] [--own 300]
 
 PANEL: the panel heldout_large_panel.py held samples out of (their truth);
 ARRAY and MAP as it was given. A scale s runs CopyingSettings with ne / s
@@ -19,8 +19,12 @@ one or more segments alike.
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the maintained scripts this one reads
 from longest_runs import heldout_truth, per_sample
 from paired_errors import report
 

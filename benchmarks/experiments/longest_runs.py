@@ -4,12 +4,12 @@ target through that site is among the `top` longest, each then a state over
 the whole segment, alone ("runsK") or added to the engine's composite states
 ("composite+runsK"); next to the engine (sighting neighbours at every
 typed site, as these do: within 0.2% of its default's error in every bin,
-BENCHMARKS.md stop 60) and Beagle 5.4.
+docs/journal/BENCHMARKS.md stop 60) and Beagle 5.4.
 
 Why: where the engine lost a rare allele to Beagle on a held-out sample of a
 16,000-sample panel, the 26 haplotypes sharing the target's longest run
 through the site all carried it, yet over a thousand others, matching as
-long on one side of it, held most of the posterior (BENCHMARKS.md, stop 35).
+long on one side of it, held most of the posterior (docs/journal/BENCHMARKS.md, stop 35).
 The PBWT neighbours rank matches ending (or starting) at a site; this ranks
 the whole run through it. With ALPHAS, the engine's composite states are
 kept and the model is changed instead ("jumps^A"): a switch lands on a state
@@ -28,7 +28,7 @@ one step before, or drawn at random from what is left after N steps
 ("ibs P:N", 0.1 cM steps). With MEANS, the mean of two of those ways'
 dosages.
 
-    python benchmarks/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--map MAP] [--tops 5,20] [--alphas 0.5,1]
+    python benchmarks/experiments/longest_runs.py HELDOUT_DIR PANEL ARRAY SAMPLES [--map MAP] [--tops 5,20] [--alphas 0.5,1]
         [--steps 0.1:13] [--ibs 26:7] [--means default/runs8]
 
 HELDOUT_DIR: a heldout_large_panel.py output directory (ref.vcf.gz,
@@ -44,8 +44,12 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the maintained scripts this one reads
 from paired_errors import report
 
 from genimpute.copying import ContigModel
