@@ -476,7 +476,7 @@ def test_read_target_keeps_multiallelic_and_monomorphic(tmp_path):
 
 
 def test_read_target_keeps_missing_and_haploid_calls(tmp_path):
-    path = write_vcf(tmp_path, ["20 100 . A G . . . GT 0|1 .|.", "20 200 . A G . . . GT 1 ./1", "20 300 . A G . . . GT 1 0"])
+    path = write_vcf(tmp_path, ["X 100 . A G . . . GT 0|1 .|.", "X 200 . A G . . . GT 1 ./1", "X 300 . A G . . . GT 1 0"])
     target = read_target(path)
     np.testing.assert_array_equal(target.alleles, [[0, 1, MISSING, MISSING], [1, ABSENT, MISSING, 1], [1, ABSENT, 0, ABSENT]])
     assert target.phased.all()  # no heterozygous call lost its phase

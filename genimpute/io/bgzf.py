@@ -39,8 +39,9 @@ class BgzfWriter:
     """Write bytes to `path` as BGZF, each block compressed at `level`;
     close() finishes the file with the EOF block."""
 
-    def __init__(self, path: str | os.PathLike, threads: int | None = None, level: int = LEVEL):
-        self.path = path
+    def __init__(self, path: str | os.PathLike, threads: int | None = None, level: int = LEVEL,
+                 shown_as: str | os.PathLike | None = None):
+        self.path = shown_as or path  # the name a failed write is reported under: the user's, not a temporary's
         self.handle = open(path, "wb")
         self.threads = threads or min(4, usable_cores())
         self.level = level

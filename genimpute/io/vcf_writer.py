@@ -466,7 +466,7 @@ class VcfWriter:
         _remove_stale_temporaries(self.path)
 
     def __enter__(self):
-        self.handle = BgzfWriter(self.tmp)
+        self.handle = BgzfWriter(self.tmp, shown_as=self.path)
         self.index = TabixIndex()
         return self
 
