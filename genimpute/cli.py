@@ -348,12 +348,14 @@ def chunks(ref, size, out):
 
 def _write_lines(out: str, lines: list) -> None:
     """Lines to `out` (- for stdout), whole or not at all."""
-    if out != "-":
-        from genimpute.io.vcf_writer import check_output_directory
+    from genimpute.io.scratch import write_text_whole
+    from genimpute.io.vcf_writer import check_output_directory
 
-        check_output_directory(out)
-    with click.open_file(out, "w", atomic=out != "-") as f:
-        f.write("".join(lines))
+    if out == "-":
+        click.echo("".join(lines), nl=False)
+        return
+    check_output_directory(out)
+    write_text_whole(out, "".join(lines))
 
 
 @main.command(cls=SectionedCommand, sections={"Inputs": ["truth", "ref", "labels", "populations"],

@@ -208,12 +208,25 @@ def test_a_read_only_output_directory_is_one_error_line(command, mount):
     _assert_one_error_line(_cli(*_commands(read_only)[command]), read_only)
 
 
-@pytest.mark.parametrize("command", ["impute", "panel", "evaluate"])
+def _fill(directory: Path) -> Path:
+    """A file taking every free byte of `directory`'s filesystem."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 4096)
+        except OSError:
+            pass
+    return filler
+
+
+@pytest.mark.parametrize("command", ["impute", "panel", "evaluate", "chunks", "train"])
 def test_a_full_disk_is_one_error_line_naming_where(command, mount):
-    full = mount(size="24k")
+    full = mount(size="64k")
+    filler = _fill(full)
     result = _cli(*_commands(full)[command])
     _assert_one_error_line(result, "No space left on device", full)
-    assert not [p for p in full.rglob("*") if p.is_file()]
+    assert [p for p in full.rglob("*") if p.is_file()] == [filler]
 
 
 # --- stray haploid calls, and what now warns ---------------------------------------------------------

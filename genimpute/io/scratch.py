@@ -87,3 +87,15 @@ def naming(path: str | Path):
         if exc.filename is not None or exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def write_text_whole(path: str | Path, text: str) -> None:
+    """`text` into `path`, replacing it whole or leaving it as it was."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with naming(path):
+            tmp.write_text(text)
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
