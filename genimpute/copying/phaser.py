@@ -370,7 +370,7 @@ def _phase_round(genotypes, orientation, fills, missing_at, forward_index, backw
             segments, n_states = _composite_states(both, every, t, max_states, slot_of, segment_buffer, heap)
             state_alleles = _state_alleles(haplotype_words, segments, n_states, t)
             target_fills = fills[missing_at[q]:missing_at[q + 1]]
-            if reverse:  # copies in reverse order; forwards the states' table (0.5 MB a target) is not copied
+            if reverse:  # copies in reverse order; forwards the states' table is not copied
                 column, reversed_fills = orientation[::-1, q].copy(), np.empty_like(target_fills)
                 changes[q] = _rephase(state_alleles[::-1].copy(), queries[::-1, g:g + 2].copy(),
                                       genotypes[::-1, q].copy(), column, reversed_fills, reversed_rate, error,
@@ -427,9 +427,9 @@ def _kept_columns(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None
 
 def _joined(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None, extra: np.ndarray | None) -> np.ndarray:
     """Packed rows of packed's `kept` haplotypes (None: all), then extra's
-    (T, E) 0/1 columns, unpacked a block of rows at a time: whole, a
-    100,000-sample panel's alleles over an Omni2.5-like array's chr20 sites
-    would take 10.6 GB."""
+    (T, E) 0/1 columns, unpacked a block of rows at a time: whole, a large
+    panel's alleles over a dense array's sites, a byte each, would take
+    more memory than the machine has."""
     blocks = []
     for start in range(0, len(packed), JOIN_ROWS):
         alleles = np.unpackbits(packed[start:start + JOIN_ROWS], axis=1, count=n_haplotypes)
