@@ -129,7 +129,7 @@ def _reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool
     unnamed temporary files in `directory` (the output's), open until `stack`
     closes, and the copying engine reads a segment's records from there as
     from a compact panel: reading them into memory took twice the packed
-    panel (2.5 GB for 16,000 samples over 10 Mb; BENCHMARKS.md). Reading
+    panel. Reading
     a large one takes minutes: `progress` shows a bar of the records read."""
     if ref is None:
         return None
