@@ -17,7 +17,7 @@ class WindowConfig:
     # the nearest-haplotype distance counts a mismatch at near_weight times
     # the rest at the typed sites of the predicted block's span and the
     # near_sites on either side of it: the haplotypes to copy are those that
-    # match where the predicted variants are (BENCHMARKS.md); 1 is plain Hamming
+    # match where the predicted variants are (see docs/results.md); 1 is plain Hamming
     near_sites: int = 20
     near_weight: int = 6
 
@@ -136,10 +136,9 @@ class PhasingSettings:
 
     # rounds over every target, each choosing its states again from the phase the last one left. The first
     # sampled_rounds draw each change in proportion to its likelihood, the others take the most likely; the last
-    # cohort_rounds copy from the other targets too, as the round before left them. With the engine's states
-    # (below), on 1,000 samples held out of 4,000-sample panels (two seeds) and of a 16,000-sample one, 26, 68
-    # and 14 switch errors (Beagle 47, 76 and 10); taking the most likely from the first round, 38, 82 and 13;
-    # without the cohort, 41, 87 and 15; error 1e-2, 33, 71 and 17 (BENCHMARKS.md)
+    # cohort_rounds copy from the other targets too, as the round before left them. On held-out samples each
+    # part earned its place: taking the most likely from the first round, leaving out the cohort, or a larger
+    # error each left more switch errors (see docs/results.md)
     rounds: int = 8
     sampled_rounds: int = 5
     cohort_rounds: int = 2
@@ -147,13 +146,10 @@ class PhasingSettings:
     seed: int = 1  # of the sampled rounds' draws: the same targets and panel, the same phase
     # a target's two haplotypes copy from `states` composite states, chosen from the PBWT `neighbours` of each
     # on either side, both directions, at every sight_every-th typed site, at any panel size; the switch rate is
-    # the copying engine's form (switch_cm) with its own ne. The engine's imputation settings (400 states below
-    # 4,000 haplotypes, 800 from there, 1,600 from 48,000; ne 3e5) left 7% more switch errors than Beagle's on
-    # 300 samples held out of the real panel (chr20_1kgp1, Omni2.5 sites, three draws: 5,056 against 4,706),
-    # these 2% (4,809), the samples imputed within 0.0002 of Beagle-phased ones' error overall (up to 0.0003
-    # before). On simulated panels of 1,000-16,000 samples 256 against 259 and Beagle's 292, imputed at 3,000 and
-    # 15,000 reference samples at most Beagle-phased error overall; at 100,000, 1 against 4. Six neighbours:
-    # 4,735 on the real panel, 261 and more error imputed at 15,000 (BENCHMARKS.md)
+    # the copying engine's form (switch_cm) with its own ne. The engine's imputation settings left more switch
+    # errors than Beagle's on held-out samples; these (more states in small panels, a larger ne) close most of
+    # that gap, and the samples impute about as well as Beagle-phased ones. Fewer neighbours did no better
+    # overall: they left more imputation error in large panels (see docs/results.md)
     neighbours: int = 16
     states: int = 800
     sight_every: int = 2
@@ -185,27 +181,25 @@ class CopyingSettings:
     neighbours: int = 16  # PBWT neighbours taken on each side of the target at every typed site, each direction
     max_states: int = 400  # composite states per haplotype and segment, each copying one haplotype at a time, ...
     # ... and twice as many in a panel of large_states_from haplotypes or more: the more haplotypes match a target
-    # equally well, the more states it takes to tell them apart. On held-out samples over eight simulation seeds,
-    # 800 states had 3-6% less error than 400 in MAF 0.001-0.05 at 31,400 haplotypes and 1-3% less at 7,400; at
-    # 1,400, 1% more in MAF 0.001-0.005. With them 10,020 targets against 4,000 samples took Beagle's wall time
-    # (BENCHMARKS.md)
+    # equally well, the more states it takes to tell them apart. On held-out samples the doubled states lowered
+    # the error in large panels, at a cost in time that keeps the engine level with Beagle, and slightly raised
+    # it in small ones (see docs/results.md)
     large_states_from: int = 4000
     # from more_neighbours_from haplotypes, twice the neighbours and twice the states again (32 and 1,600 by
-    # default). Held out over six seeds at 63,400 haplotypes, where genimpute was level with Beagle in MAF
-    # 0.001-0.01, 1-3% less error from MAF 0.001 but in 0.1-0.2; over eight at 31,400, 2% less in three bins, where
-    # genimpute's error was already 7-30% below Beagle's and the doubled engine time would have taken a further
-    # target's cost over 10 Mb from 0.57 to about 0.9 of Beagle's; at 7,400, within 1% either way. Either change
-    # alone moved no bin by 2% (BENCHMARKS.md). Segments twice as long from there too (segment_sites)
+    # default): in the largest panels they lower the error in most bins, where genimpute was otherwise only level
+    # with Beagle; below
+    # this threshold they gained too little for the doubled engine time, and either change alone gained little
+    # (see docs/results.md). Segments twice as long from there too (segment_sites)
     more_neighbours_from: int = 48000
     # states of a second, wider pass whose P(alt) is averaged with the first's (0: none), doubled from
-    # large_states_from as max_states (measured before that doubling: 800 from 32 neighbours beside 400 from 16)
+    # large_states_from as max_states (weighed before that doubling: 800 from 32 neighbours beside 400 from 16)
     wide_states: int = 0
     wide_neighbours: int = 32
     # neighbours are sighted at every sight_every-th typed site only: the walks still follow the target through
     # every site, but reading the neighbours out of the PBWT order, and placing them in states, was most of their
-    # cost, and neighbouring sites' neighbours are mostly the same haplotypes. At 100,000 samples 2 cut the
-    # engine's time per haplotype by a quarter; on held-out samples (1,000, 4,000 and 16,000 samples over eight
-    # seeds, 100,000 over three) it raised no bin's error by more than 0.2% (4: 2%; 8: 8%) (BENCHMARKS.md)
+    # cost, and neighbouring sites' neighbours are mostly the same haplotypes. 2 saves a good part of that time
+    # at no real cost in error at any panel size; sighting more sparsely than that began to cost error (see
+    # docs/results.md)
     sight_every: int = 2
     ne: float = 3e5  # effective population size in Li and Stephens' switch rate, 0.04 ne cM / panel haplotypes
     # ... a rate bounded so that on average a switch between neighbouring typed sites is at most this likely:
@@ -213,18 +207,15 @@ class CopyingSettings:
     site_switch: float = 0.1
     error: float = 1e-3  # probability of showing an allele other than the copied one
     # a state whose posterior stays below this over a stretch of typed sites is left out of the untyped records
-    # there, each record's sum divided by the posterior of the states kept: on held-out samples of a 16,000-sample
-    # panel over eight seeds, 3e-4 left the error within 0.1% of 1e-5's in every bin and cut the untyped records'
-    # time to a third or less (1e-3: up to 0.3% more error). Counted as carrying the minor allele at its panel
-    # frequency instead, the skipped states cost 0.3% more error in MAF 0.2-0.5 at 1e-4, 14% at 1e-3; as carrying
-    # none, 51% at 1e-3 on one seed (BENCHMARKS.md)
+    # there, each record's sum divided by the posterior of the states kept: the states skipped hardly move the
+    # error at this floor and take most of the untyped records' time; a higher floor begins to cost error.
+    # Dividing by the states kept, rather than counting the skipped ones as carrying the minor allele at its
+    # panel frequency or as carrying none, is what keeps the error down (see docs/results.md)
     posterior_floor: float = 3e-4
     # typed sites each forward-backward imputes, twice as many from more_neighbours_from haplotypes: a segment's
-    # margins reach at most half its sites, and the larger the panel the farther the sites the model weighs. On
-    # held-out samples of a 10 Mb, 32,000-sample panel, segments of 2,000 left the error below MAF 0.001 5% above
-    # Beagle's, and segments of 4,000 level with it, within 1% of one segment over the region; from MAF 0.001 up,
-    # within 1.5% of each other. At 16,000 samples longer segments gave 2% less error below MAF 0.001 and 1% more
-    # in 0.005-0.05, for 0.4-1 GB more (BENCHMARKS.md)
+    # margins reach at most half its sites, and the larger the panel the farther the sites the model weighs: in
+    # the largest panels longer segments lower the rarest variants' error, while in smaller ones they trade
+    # error between bins for more memory (see docs/results.md)
     segment_sites: int = 2000
     margin_sites: int = 200  # typed sites either side of a segment its forward-backward also reads, at least
     # ... and as many more as the copying model switches this many times across, on average (switch_cm), up to

@@ -47,8 +47,8 @@ class CopyingEngine:
 
     def model(self, contig: int) -> ContigModel:
         """The contig's model, the others' last segment dropped: imputation
-        goes contig by contig, and each would keep a segment's index (0.6 GB
-        at 16,000 samples) to the end of the run."""
+        goes contig by contig, and each would keep a segment's index (most
+        of the engine's memory in a large panel) to the end of the run."""
         if contig not in self.models:
             self.models[contig] = ContigModel(self.panel, contig, self.typed_mask, self.settings)
         for other, model in self.models.items():

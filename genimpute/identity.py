@@ -20,16 +20,16 @@ log = logging.getLogger(__name__)
 
 # A target sample whose genotypes agree with a panel sample's at this share
 # of the typed sites where either carries an alt allele, over at least
-# _MIN_SITES_FOR_IDENTITY such sites, may be the same person. Unrelated 1000
-# Genomes samples agree at about 45-60% of 700-900 such Omni2.5 sites of 2 Mb;
-# over fewer than ~100 sites, haplotypes shared in LD make strangers look alike.
+# _MIN_SITES_FOR_IDENTITY such sites, may be the same person. Unrelated
+# samples agree at far lower shares (see docs/results.md); over fewer sites,
+# haplotypes shared in LD make strangers look alike.
 IDENTITY_CONCORDANCE = 0.98
 _MIN_SITES_FOR_IDENTITY = 100
 # It is decided to be the same person only when the typed sites span at least
 # this much (summed over contigs): a relative, or in a large panel a stranger,
 # who shares both haplotypes over a region agrees there as well as the same
-# person does (on the 1 Mb simulated series, 9 of 1,002 targets agreed at
-# >= 98% with one of 16,000 other samples). Over a whole chromosome such
+# person does (in the simulated series some targets agreed so with another
+# panel sample over a short region; see docs/results.md). Over a whole chromosome such
 # agreement means a duplicate, not a relative's shared segment; over less,
 # the sample is only reported, and the panel sample kept as its template.
 MIN_IDENTITY_SPAN_BP = 20_000_000
@@ -140,8 +140,8 @@ def _panel_codes(panel: ReferencePanel, rows: np.ndarray) -> np.ndarray:
     """(blocks, N) uint32: each panel sample's alt allele counts at the
     typed sites, read _CODE_CHUNK blocks of sites at a time from the packed
     panel and coded from its bytes (_code_packed; unpacking the haplotypes
-    and packing the codes in numpy took 0.3 s at 100,000 samples and 662
-    sites, 18 times as long)."""
+    and packing the codes in numpy took many times as long in a large
+    panel)."""
     n_blocks = -(-len(rows) // _BLOCK_SITES)
     codes = np.zeros((n_blocks, panel.n_haplotypes // 2), dtype=np.uint32)
     for first in range(0, n_blocks, _CODE_CHUNK):
@@ -184,8 +184,8 @@ def _radix_sort(codes_by_block, order, sorted_codes):
     """Each block's row of codes sorted stably by two passes of a radix
     sort, on their low 16 bits then their high ones: order[b] the samples,
     sorted_codes[b] their codes. numpy's stable argsort of uint32 (a merge
-    sort) took 1.9 s for 414 blocks of 100,000 samples (10 Mb), and its
-    int64 result twice the codes' bytes. A thread takes a block."""
+    sort) was slower in a large panel, and its int64 result takes twice the
+    codes' bytes. A thread takes a block."""
     n = codes_by_block.shape[1]
     for b in nb.prange(codes_by_block.shape[0]):
         codes, by_low = codes_by_block[b], np.empty(n, dtype=np.int32)

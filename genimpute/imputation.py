@@ -19,7 +19,7 @@ from genimpute import __version__
 from genimpute.config import BUILT_IN_PHASER, CopyingSettings
 from genimpute.copying_engine import CopyingEngine, announce_compile
 from genimpute.errors import InputError
-from genimpute.identity import report_samples_in_panel, sample_audit_path
+from genimpute.identity import PanelMatches, report_samples_in_panel, sample_audit_path
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
 from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.scratch import PHASE_SCRATCH, remove_stale_scratch
@@ -60,8 +60,7 @@ def impute(
     model directory's. `region`: write only its records, with the values of
     a whole-contig run. `validate_fraction`: first estimate accuracy on that
     share of the typed sites, hidden. Samples go in batches of at most
-    `batch_samples` (records.samples_per_batch; the output does not depend
-    on it); `fields`: FORMAT."""
+    `batch_samples` (the output does not depend on it); `fields`: FORMAT."""
     started = time.monotonic()
     _check_options(out, batch_samples, audit, force)
     if copying is not None:
@@ -70,21 +69,12 @@ def impute(
     with contextlib.ExitStack() as stack:  # holds a VCF panel's spooled records to the end of the run
         source = ModelSource(Path(model_dir), _reference(ref, Path(out).parent, stack, progress), device)
         panel = _panel_with_map(source, genetic_map, copying)
-        target = read_target(target_path)
-        aln = align_target(panel, target, source=str(target_path), audit=audit)
-        _warn_uncalled_samples(aln, target.samples, target_path)
-        # by name or genotype: phase plays no part
-        matches = report_samples_in_panel(panel, aln, target.samples, audit)
+        target, aln, matches = _harmonised_target(panel, target_path, audit)
         header_contigs = contigs_in_target_order(panel, target, aln)
         contigs, in_region = _contigs_to_write(panel, header_contigs, region)
-        phased_by = None
-        if not aln.phased:
-            aln, phased_by = _phase(aln, panel, target, phaser, genetic_map, target_path,
-                                    [c.panel_index for c in contigs if c.panel_index is not None], matches.in_panel,
-                                    Path(out).parent)
-        typed_mask = aln.typed_records(len(panel))
-        engine = ModelEngine(source, panel, aln, typed_mask, matches.in_panel) if copying is None \
-            else CopyingEngine(panel, aln, typed_mask, copying, matches.in_panel)
+        aln, phased_by = _phased(aln, panel, target, phaser, genetic_map, target_path, contigs, matches.in_panel,
+                                 Path(out).parent)
+        engine = _engine(source, panel, aln, copying, matches.in_panel)
         windows = engine.windows(contigs, in_region)
         n_windows = sum(len(w) for w in windows.values())
         log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows),
@@ -92,7 +82,7 @@ def impute(
         meta = _header_meta(engine, ref, phased_by)
         validation = _validation(engine, validate_fraction, seed, in_region, meta)
         filled = engine.fill_missing(in_region)
-        records = CohortRecords(panel, target, aln, typed_mask, filled, fields,
+        records = CohortRecords(panel, target, aln, engine.typed_mask, filled, fields,
                                 samples_per_batch(batch_samples, windows))
         with VcfWriter(out, force=force) as writer:
             writer.write_header(target.samples, [c.name for c in header_contigs], meta, fields)
@@ -102,6 +92,17 @@ def impute(
         log.info("wrote %s: %d records (%d imputed) in %.1f s", out, summary["records_written"], n_imputed,
                  summary["seconds"])
         return summary
+
+
+def _harmonised_target(panel: ReferencePanel, target_path, audit) -> tuple[TargetData, Alignment, PanelMatches]:
+    """(the target, its alignment to the panel, its samples found in the
+    panel), each decision reported to `audit` if given."""
+    target = read_target(target_path)
+    aln = align_target(panel, target, source=str(target_path), audit=audit)
+    _warn_uncalled_samples(aln, target.samples, target_path)
+    # by name or genotype: phase plays no part
+    matches = report_samples_in_panel(panel, aln, target.samples, audit)
+    return target, aln, matches
 
 
 def _warn_uncalled_samples(aln: Alignment, samples: list, source) -> None:
@@ -114,12 +115,33 @@ def _warn_uncalled_samples(aln: Alignment, samples: list, source) -> None:
                     "genotypes are the panel's frequencies alone", source, len(uncalled), samples[uncalled[0]])
 
 
+def _phased(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,
+            contigs: list, in_panel: np.ndarray, workdir: Path) -> tuple[Alignment, str | None]:
+    """(the alignment, how it was phased: None where the target came
+    phased), an unphased target phased on the contigs to be written
+    `contigs` (see _phase; an external phaser's files in `workdir`)."""
+    if aln.phased:
+        return aln, None
+    return _phase(aln, panel, target, phaser, genetic_map, source,
+                  [c.panel_index for c in contigs if c.panel_index is not None], in_panel, workdir)
+
+
+def _engine(source: ModelSource, panel: ReferencePanel, aln: Alignment, copying: CopyingSettings | None,
+            in_panel: np.ndarray):
+    """The copying engine with `copying`'s settings, else the model
+    directory's backbone, for the panel records the aligned target types."""
+    typed_mask = aln.typed_records(len(panel))
+    if copying is None:
+        return ModelEngine(source, panel, aln, typed_mask, in_panel)
+    return CopyingEngine(panel, aln, typed_mask, copying, in_panel)
+
+
 def _reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool) -> ReferencePanel | None:
     """--ref's panel, if given. A VCF/BCF's packed records are spooled to
     unnamed temporary files in `directory` (the output's), open until `stack`
     closes, and the copying engine reads a segment's records from there as
     from a compact panel: reading them into memory took twice the packed
-    panel (2.5 GB for 16,000 samples over 10 Mb; BENCHMARKS.md). Reading
+    panel. Reading
     a large one takes minutes: `progress` shows a bar of the records read."""
     if ref is None:
         return None

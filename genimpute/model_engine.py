@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class ModelSource:
     """The model directory's model, loaded on first use: a copying run with
-    a reference panel given never needs it, nor torch (1.3 s to import here)."""
+    a reference panel given never needs it, nor torch (slow to import)."""
 
     model_dir: Path
     panel: ReferencePanel | None  # None: the directory's own
@@ -116,8 +116,8 @@ class ModelEngine:
 
     def _missing_call_windows(self, has_missing: np.ndarray, wcfg) -> list:
         # Blocks of 20 records interleaved by 5 (defaults) keep most of a record's
-        # nearest typed neighbours as evidence (measured, BENCHMARKS.md: 97.4% of
-        # filled calls right, 96.7% with contiguous blocks, at about as many windows)
+        # nearest typed neighbours as evidence: more filled calls come out right
+        # than with contiguous blocks, at about as many windows (see docs/results.md)
         block = max(1, min(wcfg.typed // 10, int(self.typed_mask.sum()) // 2))
         try:
             return typed_record_windows(self.panel.contig_index, self.panel.positions, self.typed_mask, has_missing,

@@ -70,7 +70,7 @@ class ModelFormatError(CheckpointError):
 #     genimpute.config, or the backbone's config class), as before formats
 # The rest of provenance.json (version, command, fingerprint, parameters, steps,
 # minutes, finished, history) every `train` has written: a format-1 directory without it is malformed.
-# Format 2 (issue 26): the format field; every key above present, a missing one
+# Format 2: the format field; every key above present, a missing one
 # being a malformed directory. Otherwise the files of the last format-1
 # directories, so one of those becomes format 2 by adding the field.
 # Format 3: config "model" is the named backbone's own config (genimpute.models:
@@ -80,10 +80,10 @@ class ModelFormatError(CheckpointError):
 # whatever their values: the model never read them, so its weights and outputs
 # do not depend on them (a format-2 npssm holds the `heads` it was given, a match
 # model SPIN's `kmer`, ...).
-# Format 4 (issue 27): an axial backbone's config (msa, npssm) holds "evidence"
+# Format 4: an axial backbone's config (msa, npssm) holds "evidence"
 # and "body_rows"; one of formats 1 to 3 has neither and reads as the backbone
 # alone (False and 0), as it was trained.
-# Format 5 (issue 27): an axial backbone's config holds "local_columns" and
+# Format 5: an axial backbone's config holds "local_columns" and
 # "unsure", and spin's "evidence"; one of formats 1 to 4 has none of them and
 # reads as it was trained: the axial layers reading the whole window
 # (local_columns 0), spin without evidence.

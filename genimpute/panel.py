@@ -51,8 +51,7 @@ def _split(blob: np.ndarray) -> list:
 def alt_counts(packed, block_bytes: int = 64 << 20) -> np.ndarray:
     """(M,) int64 the ALT alleles of each record of packed (M, ceil(H/8))
     (np.packbits pads with 0s), counted a block of records at a time:
-    unpacked whole, a panel took 8 bytes for each packed one (10 GB for
-    16,000 samples' 313,000 records of a 10 Mb region)."""
+    unpacked whole, a panel would take 8 bytes for each packed one."""
     return packed.ones() if isinstance(packed, SparseRows) else ones_by_row(packed, block_bytes)
 
 
@@ -151,9 +150,8 @@ class ReferencePanel:
     def in_memory(self) -> "ReferencePanel":
         """The panel with its records in memory (itself, if they are), as
         kept (SparseRows.in_memory: the rare ones listed) or bit-packed: for
-        the window models, which read a window's records at every step, 15
-        times slower from the file when they are scattered (1.4 ms for 300
-        records of the dev panel's 991 samples)."""
+        the window models, which read a window's records at every step, far
+        more slowly from the file when they are scattered."""
         if isinstance(self.packed, np.ndarray):
             return self
         return replace(self, packed=self.packed.in_memory() if isinstance(self.packed, SparseRows) else self.packed[:])

@@ -59,14 +59,14 @@ __all__ = ["PHASERS", "PackedHaplotypes", "find_phaser", "phase_haplotypes", "ph
 INSTALL_HINT = {"beagle": "Debian: apt-get install beagle", "shapeit4": "Debian: apt-get install shapeit4"}
 
 _LOG_TAIL_LINES = 5
-# Java's heap defaults to a quarter of the machine's memory (Beagle's log here: -Xmx6028m of 24 GB), and what
-# Beagle needs grows with the reference's samples and sites
+# Java's heap defaults to a quarter of the machine's memory, and what Beagle needs grows with the reference's
+# samples and sites
 _MEMORY_HINT = ("\nJava ran out of memory: give Beagle a larger heap through the environment "
                 "(as JAVA_TOOL_OPTIONS=-Xmx20g), or phase the targets beforehand")
 _CHUNK_BYTES = 1 << 24  # genotype text built per block of records of about this size
 # The panel's haplotypes at the typed sites, 4 bytes of text per haplotype and record, are written for the
-# phaser to read once: at 100,000 samples 0.8 MB a record, which htslib's single-threaded level 6 compressed
-# at about 65 MB/s (1,651 records in 21.6 s; at level 1 in worker threads 2.3 s; BENCHMARKS.md)
+# phaser to read once: in a large panel much text a record, which htslib's single-threaded level 6 compressed
+# many times more slowly than level 1 in worker threads (see docs/results.md)
 _PHASER_LEVEL = 1
 
 
@@ -76,9 +76,8 @@ class PackedHaplotypes:
     `packed` (T, ceil(H / 8)) uint8 in np.packbits' order, H =
     n_haplotypes, of which the columns `kept` ((H,) bool; None: all) are
     the reference. Unpacked a block of records at a time as they are
-    written for the phaser: at 100,000 samples the alleles of 6,620 records
-    take 1.3 GB a byte each, 53,000 (an Omni2.5-like array over chr20's
-    64 Mb) 10.6 GB."""
+    written for the phaser: a byte each, a large panel's alleles at a
+    dense array's sites would take more memory than the machine has."""
 
     packed: np.ndarray
     n_haplotypes: int
@@ -247,7 +246,7 @@ def _check_arrays(haps, ref_haps, positions, refs, alts, samples, ref_samples) -
     if (np.diff(positions) < 0).any():
         raise ValueError("positions: expected them sorted")
     # ranges by min and max (the panel's alleles likewise in PackedHaplotypes.of), not np.isin, which widened the
-    # panel's alleles to int64: 39 s and 15 GB for 6,620 records of 100,000 samples
+    # panel's alleles to int64: eight times their bytes, and slow, in a large panel
     if haps.size and (haps.min() < ABSENT or haps.max() > 1) or (haps[:, 0::2] == ABSENT).any():
         raise ValueError("haps: expected 0, 1 or MISSING alleles, and ABSENT only as a second haplotype")
 
@@ -368,8 +367,8 @@ def _command(tool: str, ref: Path, gt: Path, out_prefix: Path, contig: str, thre
     if tool == "beagle":
         cmd = ["beagle", f"ref={ref}", f"gt={gt}", f"out={out_prefix}", "impute=false", f"nthreads={threads}"]
         return cmd + ([f"map={genetic_map}"] if genetic_map else []), out
-    # shapeit4 on more than one thread phases differently from run to run (measured:
-    # --thread 2 twice on chr20_1kgp1 gave 1,813 different records of 1,830);
+    # shapeit4 on more than one thread phases differently from run to run (two
+    # runs on two threads differed at almost every record; see docs/results.md);
     # one thread keeps genimpute's output a function of its inputs
     cmd = ["shapeit4", "--input", str(gt), "--reference", str(ref), "--region", contig, "--output", str(out),
            "--thread", "1"]

@@ -17,7 +17,7 @@ __all__ = ["CUDA_QUERIES_PER_PASS", "queries_per_pass", "target_window_probabili
 # P(alt) depends only on the query, and outputs are byte-identical for any
 # number of targets or threads. On a GPU passes are large; on the CPU each
 # backbone says how many queries pay off (`queries_per_cpu_pass`): few for a
-# full pass per query, many when the per-query work is small (BENCHMARKS.md).
+# full pass per query, many when the per-query work is small (see docs/results.md).
 CUDA_QUERIES_PER_PASS = 256
 
 

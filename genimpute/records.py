@@ -37,7 +37,7 @@ def _gather_rows(probs, sources, destinations, out):
     view, each haplotype's records contiguous: a record gathered whole read
     each value from another cache line. A column reads TILE haplotypes'
     records in order (tiles of 64 records by 64 haplotypes, row by row on
-    one thread, were 4 times slower)."""
+    one thread, were several times slower)."""
     n, q = len(sources), probs.shape[1]
     for column in nb.prange((q + TILE - 1) // TILE):
         for i in range(n):

@@ -61,8 +61,8 @@ def locate_numba_cache() -> Path | None:
 def announce_first_compile(function, what: str, seconds: int) -> None:
     """Log that numba compiles `what` on this run (about `seconds` s on 2
     cores, once a machine) where it has no code cached for `function`, its
-    entry point: a first run otherwise looks stalled, 44 s for a job that
-    takes under one warm. Silent where numba's cache cannot be read so."""
+    entry point: a first run otherwise looks stalled, for far longer than
+    the job takes warm. Silent where numba's cache cannot be read so."""
     try:
         cached = os.path.exists(function._cache._cache_file._index_path)
     except AttributeError:  # not a cached dispatcher, or numba lays its cache out otherwise
@@ -170,7 +170,7 @@ def pick_device(name: str = "auto") -> torch.device:
 
 def tune_allocator() -> None:
     """Keep freed memory in the heap instead of returning it to the OS after
-    every tensor: measured ~3x faster forward passes on CPU here (see DESIGN.md).
+    every tensor: forward passes on CPU run several times faster (see docs/results.md).
     Same effect as MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1e11
     MALLOC_TOP_PAD_=1 GiB; a no-op where glibc's mallopt is absent."""
     try:
@@ -186,9 +186,9 @@ def tune_allocator() -> None:
 def release_freed_memory() -> None:
     """Give the heap's freed pages back to the OS (glibc's malloc_trim; a
     no-op elsewhere). tune_allocator keeps them for torch's passes, so a
-    large structure freed stays resident: dropping one segment's index and
-    tables before the next is built took the peak of the 16,000-sample, 10
-    Mb job from 1.65 to 1.44 GB, in the same time (BENCHMARKS.md)."""
+    large structure freed stays resident: giving back one segment's index
+    and tables before the next is built lowers a large job's peak memory,
+    at no cost in time (see docs/results.md)."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
@@ -198,15 +198,15 @@ def release_freed_memory() -> None:
 def single_threaded_blas() -> None:
     """Run numpy's BLAS (the nearest-haplotype matmul) on one thread. Its
     idle worker threads busy-wait for the next call and take the cores from
-    torch's threads, and the reverse: on this 2-core machine a pass of the
-    match backbone took 56 ms with both pools against 13-16 ms with this
-    (BENCHMARKS.md). Torch's own threads are not limited."""
+    torch's threads, and the reverse: on a machine of few cores a pass of
+    the match backbone took several times as long with both pools (see
+    docs/results.md). Torch's own threads are not limited."""
     threadpool_limits(1, user_api="blas")
 
 
 def skip_final_collection() -> None:
     """At exit, freeze every live object instead of letting the interpreter's
     final garbage collection walk them: with torch imported, that walk took
-    about 0.4 s of every command here (BENCHMARKS.md). Files are closed by
-    then; frozen objects are still freed by reference counting."""
+    a noticeable part of every short command (see docs/results.md). Files
+    are closed by then; frozen objects are still freed by reference counting."""
     atexit.register(gc.freeze)

@@ -108,8 +108,7 @@ def _in_memory(ref: str | Path, spool_dir: str | Path) -> ReferencePanel:
     """The panel with its records in memory, the rare ones listed
     (ReferencePanel.in_memory). A VCF/BCF's go through a spool in
     `spool_dir` as they are read: gathered in memory, their blocks and the
-    array joined from them took twice the packed panel (3.0 GB for 16,000
-    samples over 10 Mb; BENCHMARKS.md)."""
+    array joined from them took twice the packed panel."""
     if is_compact(ref):
         return read_reference(ref).in_memory()
     with SparseSpool(spool_dir) as spool:

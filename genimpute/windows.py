@@ -183,7 +183,7 @@ def assemble_rows(window_haps: np.ndarray, queries: np.ndarray, context: np.ndar
     """
     rows = np.empty((len(queries), 1 + context.shape[1], len(typed)), dtype=np.int8)
     rows[:, 0] = query_rows(queries, typed)
-    rows[:, 1:] = np.ascontiguousarray(window_haps.T)[context]  # whole rows: ~4x faster than a strided gather
+    rows[:, 1:] = np.ascontiguousarray(window_haps.T)[context]  # whole rows: faster than a strided gather
     return rows
 
 

@@ -21,22 +21,19 @@ holds no state takes the state whose haplotype was found longest ago, from
 halfway between the two sightings. So every stretch of the segment has the
 haplotypes matching the target there; one set of the `max_states` found
 most often over the whole segment left some stretches with few of those
-when more were found (held-out figures in BENCHMARKS.md). A large panel
+when more were found (held-out figures in docs/results.md). A large panel
 gets more states (CopyingSettings.passes): the more haplotypes match a
 target equally well, the more states it takes to tell them apart. From
-4,000 haplotypes, twice as many: on held-out samples over eight simulation
-seeds they lowered the error from MAF 0.001 by 1-3% at 3,700 panel
-samples and 3-6% in the rare bins at 15,700, and cost the rarest bins at
-700 (as they did on real panels of 250 to 991 samples with sparse arrays,
-stop 48). From 48,000 haplotypes, twice the neighbours and twice the
-states again: 1-3% less error in six of seven MAF bins at 31,700 panel
-samples (six seeds), for twice the engine's time. With
-`wide_states` a second pass, over more states from more neighbours,
-follows (doubled from 4,000 haplotypes, as the first), and P(alt) is the
-mean of the two passes': not the default, as 800 states from 32
-neighbours beside 400 from 16 cost 2.9 times the time for gains on
-held-out samples of a 16,000-sample panel that no target cell of the
-scale series showed (BENCHMARKS.md, stop 35). One
+4,000 haplotypes, twice as many: on held-out samples they lowered the
+error in the rarer bins of larger panels, and cost the rarest bins of
+small ones, so small panels keep fewer. From 48,000 haplotypes, twice the
+neighbours and twice the states again: less error in most MAF bins of
+the largest panels, for twice the engine's time, which smaller panels do
+not repay. With `wide_states` a second pass, over more states from more
+neighbours, follows (doubled from 4,000 haplotypes, as the first), and
+P(alt) is the mean of the two passes': not the default, as it cost
+several times the time for gains on held-out samples that the scale
+series' targets did not show (see docs/results.md). One
 forward-backward over the segment weighs each state by the whole path,
 where per-window passes recomputed overlapping stretches for every window.
 
@@ -46,7 +43,7 @@ mean cM between the contig's typed sites: Li and Stephens' rate falls as
 the panel grows, which one fixed rate per cM did not, and the second term
 bounds it at site_switch switches per typed site on average, where a small
 panel's rate would grow as 1 / H and sparse sites tell its haplotypes apart
-less (held-out figures in BENCHMARKS.md). Untyped records take the states' alleles weighted
+less (held-out figures in docs/results.md). Untyped records take the states' alleles weighted
 by the posteriors at the typed sites either side, interpolated in cM; typed
 sites without a call, the posterior at the site.
 

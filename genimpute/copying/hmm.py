@@ -32,8 +32,8 @@ def _forward(state_alleles, query, jump_rate, error, lo, hi):
     and stops there). Each site's step is one loop over the states: it
     divides the last row by its sum as it reads it, in the stay
     probability: with loops of their own to normalise and copy each row,
-    and the backward sweep's likewise, the forward-backward took 0.62 ms
-    per haplotype against 0.17 (16,000 samples, 800 states)."""
+    and the backward sweep's likewise, the forward-backward took several
+    times as long (see docs/results.md)."""
     k = state_alleles.shape[1]
     out = np.empty((hi - lo, k), dtype=np.float32)
     scratch = np.zeros((2, k), dtype=np.float32)  # the rows before lo
@@ -69,7 +69,7 @@ def _posteriors(state_alleles, query, jump_rate, error, lo, hi):
     backward = np.ones(k, dtype=np.float32)
     for i in range(n - 1, lo - 1, -1):
         # the row is taken on every step, past hi too (unused there): taken in the branches that use it, the
-        # sweep took three times as long
+        # sweep took several times as long
         row = posterior[min(i, hi - 1) - lo]
         total = np.float32(0.0)
         if i < n - 1:  # backward to site i from site i + 1

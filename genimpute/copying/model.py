@@ -69,8 +69,8 @@ def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_
     mean over `passes` (P, 2) int64, each a forward-backward over the
     composite states from (neighbours, max states), the neighbours sighted
     at every `every`-th typed site. The typed output spans
-    the core, not the contig: (Q, t) for every segment cost 0.5 GB and its
-    filling for a batch of 1,000 samples on a contig of 60,000 typed sites.
+    the core, not the contig: (Q, t) for every segment would grow, in memory
+    and in the time to fill it, with the contig's typed sites.
     Queries choose their states in groups of `size` (selection_group)."""
     n_queries, n_haplotypes, last = queries.shape[1], haplotype_words.shape[0], queries.shape[0]
     out = np.zeros((n_queries, len(untyped[0])), dtype=np.float32)
@@ -169,11 +169,11 @@ class ContigModel:
         of the copying model's switches (in cM) of the core's ends, up to
         half a core's sites either side (a segment's index and sweeps
         grow with its sites). A seam between segments cut the model off
-        from sites it would still weigh: on 300 held-out samples of a 3 Mb,
-        16,000-sample panel, 200 sites either side (0.5 cM; the model
-        switches once per 2.7 cM there) left the error of MAF [0.001, 0.01)
-        15-18% above that of one forward-backward over the whole region
-        (BENCHMARKS.md)."""
+        from sites it would still weigh: on held-out samples of a large
+        panel, a fixed margin of sites, far shorter than the cM over which
+        the model switches there, left the rare variants' error well above
+        that of one forward-backward over the whole region (see
+        docs/results.md)."""
         s, cm = self.settings, self.typed_cm
         reach = s.margin_switches * self.switch_cm
         most = max(s.margin_sites, self.core_sites // 2)
@@ -217,9 +217,9 @@ class ContigModel:
         per typed site and haplotype up to 32,768 samples, 2.625 up to
         65,536 and 2.75 up to 131,072 samples (3.2 GB for 40,000 sites of
         16,000 samples), a segment's a few percent of that.
-        The untyped tables are kept likewise: at 16,000 samples one
-        segment's take 0.5-0.9 s to build, which every batch would repeat,
-        and about 0.1 GB (a few hundred records per Mb for each haplotype)."""
+        The untyped tables are kept likewise: building them takes time that
+        every batch would repeat, and a segment's take far less memory than
+        a contig's (see docs/results.md)."""
         first, last = segment.first, segment.last
         if self._index_of[0] != (first, last):
             self._index_of = self._tables_of = (None, None)  # the last segment's freed, and given back,

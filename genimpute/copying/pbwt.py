@@ -35,8 +35,8 @@ def pbwt_index(packed: np.ndarray, n_haplotypes: int, reverse: bool = False, eve
     haplotype for the order up to 65,536 haplotypes (32,768 samples), 2.25
     / every up to 131,072 and 2.5 / every up to 262,144 (TOPMed's 97,000
     samples), and 0.19 for the rest: the index is most of the engine's
-    memory at large panels, and keeping the order at every site took 1.8
-    times as much at every = 2 (BENCHMARKS.md)."""
+    memory at large panels, and keeping the order at every site would take
+    close to twice as much at every = 2 (see docs/results.md)."""
     index = _empty_index(len(packed), n_haplotypes, every)
     _fill_pbwt(packed, reverse, every, *index)
     return index
@@ -46,10 +46,9 @@ def pbwt_indexes(packed: np.ndarray, n_haplotypes: int, every: int = 1) -> tuple
     """(pbwt_index(packed, H, every=every), pbwt_index(packed, H, True,
     every)), built side by side on two threads where there are two: each
     is one walk over every site and haplotype, which does not split across
-    threads as it stands (at 16,000 samples over 10 Mb, the two took 3.3 s
-    one after the other). Built from the packed records, not their alleles
-    as bytes, which would take 1.2 GB more for a 6,000-site segment at
-    100,000 samples."""
+    threads as it stands, and one after the other they take seconds in a
+    large panel. Built from the packed records, not their alleles as bytes,
+    which would take eight times the memory."""
     forward, backward = (_empty_index(len(packed), n_haplotypes, every) for _ in range(2))
     _fill_both(packed, every, *forward, *backward)
     return forward, backward
@@ -123,9 +122,9 @@ def _fill_pbwt(packed, reverse, every, order_low, order_high, allele_words, word
     """pbwt_index's arrays (order_high, allele_words all 0), filled in. One
     pass over the order before each site sets the alleles' bits and
     partitions it, the 0s' haplotypes into the next order and the 1s'
-    aside until their place is known, in rows of int32: at 100,000
-    samples 13% faster than a pass for the bits and another for the
-    partition over rows of int64."""
+    aside until their place is known, in rows of int32: faster in large
+    panels than a pass for the bits and another for the partition over
+    rows of int64 (see docs/results.md)."""
     t, n = len(packed), order_low.shape[1]
     current, following, ones = (np.arange(n, dtype=np.int32), np.empty(n, dtype=np.int32),
                                 np.empty(n, dtype=np.int32))
@@ -185,10 +184,9 @@ def _walk(index, queries, columns, first, last, reverse, neighbours, every, excl
     site by site, through every site: each row of the index is read once
     for all of them (one at a time, every row was a cache miss for each),
     and in the order of their places, so that the row of
-    the order is read forwards: visited in their own order, groups of 128
-    took 0.29 ms per haplotype against 0.22-0.24 at 16,000 samples (1 Mb),
-    and 2.11 against 1.69 on a 4,000-site segment (BENCHMARKS.md, stop
-    53). index: pbwt_index's arrays, of the sites right to left if
+    the order is read forwards: visited in their own order, the groups'
+    walks were slower, more so on long segments (see docs/results.md).
+    index: pbwt_index's arrays, of the sites right to left if
     `reverse` (its site j is the queries' t - 1 - j), its order kept at
     every `every`-th site."""
     order_low, order_high, allele_words, word_zeros = index

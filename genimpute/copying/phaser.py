@@ -207,13 +207,7 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, fills, jump_rate
     second = _forward(state_alleles, haplotypes[:, 1].copy(), jump_rate, error, 0, t)
     # each haplotype's backward values: scales * weights + shift, shift the same for all (ones at the last site)
     weights, scales, shift = np.ones((2, k), dtype=np.float32), np.ones(2, dtype=np.float32), np.float32(0.0)
-    # blocks[p]: the backward values with the p calls passed since it began (and the call it is read at)
-    # exchanged, the rest as the haplotypes'; blocks[0] would be those themselves. Each is rescaled as it goes, by
-    # other factors than the haplotypes': their logs less those of the haplotypes' are kept in `offset`
-    blocks = np.empty((MAX_BLOCK, 2, k), dtype=np.float32)
-    block_scales = np.ones((MAX_BLOCK, 2), dtype=np.float32)
-    offset = np.zeros((MAX_BLOCK, 2))
-    valid = np.zeros(MAX_BLOCK, dtype=np.bool_)
+    blocks, block_scales, offset, valid = _no_blocks(k)
     exchange_on = np.zeros(t, dtype=np.bool_)
     block_at = np.zeros(t, dtype=np.int64)  # calls exchanged from here
     hets = np.nonzero(genotypes == 1)[0]
@@ -228,32 +222,11 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, fills, jump_rate
             draw = _uniform(seed, j, 0) if seed >= 0 else -1.0
             choice = _change(first[j - 1], second[j - 1], weights, scales, blocks, block_scales, shift, offset, valid,
                              alleles, a, b, error, stay, jump, draw)
-            if choice == 0:
-                exchange_on[j] = True
-                _swap_rows(weights)
-                scales[0], scales[1] = scales[1], scales[0]
-                for p in range(MAX_BLOCK):
-                    _swap_rows(blocks[p])
-                    block_scales[p, 0], block_scales[p, 1] = block_scales[p, 1], block_scales[p, 0]
-                    offset[p, 0], offset[p, 1] = offset[p, 1], offset[p, 0]
+            if choice >= 0:  # either change exchanges the call's alleles
+                _take_change(choice, j, weights, scales, blocks, block_scales, offset, valid, exchange_on, block_at)
                 a, b = b, a
-            elif choice > 0:
-                block_at[j] = choice
-                if choice > 1:
-                    weights[:] = blocks[choice - 1]
-                    scales[:] = block_scales[choice - 1]
-                valid[:] = False
-                a, b = b, a
-        if het and MAX_BLOCK > 1:  # each block passes the call with its alleles exchanged; a new one begins at it
-            for p in range(MAX_BLOCK - 1, 1, -1):
-                blocks[p] = blocks[p - 1]
-                block_scales[p] = block_scales[p - 1]
-                offset[p] = offset[p - 1]
-                valid[p] = valid[p - 1]
-            blocks[1] = weights
-            block_scales[1] = scales
-            offset[1] = 0.0
-            valid[1] = True
+        if het and MAX_BLOCK > 1:  # a block begins at every heterozygous call
+            _begin_block(weights, scales, blocks, block_scales, offset, valid)
         if genotypes[j] < 0:  # before the changes to its left, which the toggles below carry
             missing -= 1
             fills[missing, 0] = _likelier_allele(first[j], weights[0], scales[0], shift, alleles)
@@ -275,6 +248,60 @@ def _rephase(state_alleles, haplotypes, genotypes, orientation, fills, jump_rate
         fills[0, 1] = _likelier_allele(second[0], weights[1], scales[1], shift, state_alleles[0])
     _toggle(genotypes, hets, exchange_on, block_at, orientation, fills)
     return exchange_on.sum() + (block_at > 0).sum()
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _no_blocks(k):
+    """(blocks, block_scales, offset, valid) of _rephase before any block
+    has begun, over k states. blocks[p]: the backward values with the p
+    calls passed since it began (and the call it is read at) exchanged,
+    the rest as the haplotypes'; blocks[0] would be those themselves. Each
+    is rescaled as it goes, by other factors than the haplotypes': their
+    logs less those of the haplotypes' are kept in `offset`. valid[p]:
+    whether blocks[p] holds one (none does after a block is exchanged)."""
+    blocks = np.empty((MAX_BLOCK, 2, k), dtype=np.float32)
+    block_scales = np.ones((MAX_BLOCK, 2), dtype=np.float32)
+    offset = np.zeros((MAX_BLOCK, 2))
+    valid = np.zeros(MAX_BLOCK, dtype=np.bool_)
+    return blocks, block_scales, offset, valid
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _take_change(choice, j, weights, scales, blocks, block_scales, offset, valid, exchange_on, block_at):
+    """Make _change's `choice` (0 or n > 0) at the heterozygous call j:
+    record it in exchange_on or block_at, and carry on from the backward
+    values it leaves (in place): the haplotypes' exchanged, each block's
+    with them, for 0; block n's, no block begun any longer, for n."""
+    if choice == 0:
+        exchange_on[j] = True
+        _swap_rows(weights)
+        scales[0], scales[1] = scales[1], scales[0]
+        for p in range(MAX_BLOCK):
+            _swap_rows(blocks[p])
+            block_scales[p, 0], block_scales[p, 1] = block_scales[p, 1], block_scales[p, 0]
+            offset[p, 0], offset[p, 1] = offset[p, 1], offset[p, 0]
+    else:
+        block_at[j] = choice
+        if choice > 1:
+            weights[:] = blocks[choice - 1]
+            scales[:] = block_scales[choice - 1]
+        valid[:] = False
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _begin_block(weights, scales, blocks, block_scales, offset, valid):
+    """At a heterozygous call, in place: each block passes the call with
+    its alleles exchanged (block p becomes block p + 1, the last dropped),
+    and a new one begins at it from the haplotypes' backward values."""
+    for p in range(MAX_BLOCK - 1, 1, -1):
+        blocks[p] = blocks[p - 1]
+        block_scales[p] = block_scales[p - 1]
+        offset[p] = offset[p - 1]
+        valid[p] = valid[p - 1]
+    blocks[1] = weights
+    block_scales[1] = scales
+    offset[1] = 0.0
+    valid[1] = True
 
 
 @nb.njit(cache=True)
@@ -343,7 +370,7 @@ def _phase_round(genotypes, orientation, fills, missing_at, forward_index, backw
             segments, n_states = _composite_states(both, every, t, max_states, slot_of, segment_buffer, heap)
             state_alleles = _state_alleles(haplotype_words, segments, n_states, t)
             target_fills = fills[missing_at[q]:missing_at[q + 1]]
-            if reverse:  # copies in reverse order; forwards the states' table (0.5 MB a target) is not copied
+            if reverse:  # copies in reverse order; forwards the states' table is not copied
                 column, reversed_fills = orientation[::-1, q].copy(), np.empty_like(target_fills)
                 changes[q] = _rephase(state_alleles[::-1].copy(), queries[::-1, g:g + 2].copy(),
                                       genotypes[::-1, q].copy(), column, reversed_fills, reversed_rate, error,
@@ -400,9 +427,9 @@ def _kept_columns(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None
 
 def _joined(packed: np.ndarray, n_haplotypes: int, kept: np.ndarray | None, extra: np.ndarray | None) -> np.ndarray:
     """Packed rows of packed's `kept` haplotypes (None: all), then extra's
-    (T, E) 0/1 columns, unpacked a block of rows at a time: whole, a
-    100,000-sample panel's alleles over an Omni2.5-like array's chr20 sites
-    would take 10.6 GB."""
+    (T, E) 0/1 columns, unpacked a block of rows at a time: whole, a large
+    panel's alleles over a dense array's sites, a byte each, would take
+    more memory than the machine has."""
     blocks = []
     for start in range(0, len(packed), JOIN_ROWS):
         alleles = np.unpackbits(packed[start:start + JOIN_ROWS], axis=1, count=n_haplotypes)

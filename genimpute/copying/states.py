@@ -47,7 +47,7 @@ def _fill_by_haplotype(words, inverted, first_word, out):
     row r of words (packed rows as uint64, zero-padded), inverted where
     inverted[r]: 64 rows by 64 haplotypes at a time, transposed
     (transpose64). A bit at a time from each row (a tiled byte table, then
-    its transpose) took 3-5 times as long at 100,000 samples."""
+    its transpose) took several times as long in large panels."""
     n_rows, n_haplotypes = len(words), out.shape[0]
     for w in nb.prange(words.shape[1]):
         tile = np.empty(64, dtype=np.uint64)
@@ -165,9 +165,8 @@ def _state_alleles(haplotype_words, segments, n_states, last):
     copied whole, word by word, into a state-major table of bits, which
     _bits_to_bytes spreads into the (sites, states) table of bytes the
     sweeps read. From a (H, sites) table of bytes, reading the segments'
-    runs took most of this stage's time on a 4,000-site segment of 16,000
-    samples (2.6 of 3.2 ms per haplotype): 128 MB, four times the L3
-    cache, against 16 MB of bits (BENCHMARKS.md, stop 53)."""
+    runs took most of this stage's time: a segment's bytes overflow the L3
+    cache where its bits, an eighth of them, fit (see docs/results.md)."""
     rows, words = (n_states + 7) // 8 * 8, (last + 63) // 64  # the padding is never read
     by_state = np.empty((rows, words), dtype=np.uint64)
     for e in range(segments.shape[1]):

@@ -33,11 +33,10 @@ def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotype
     of word c // 64 (bits_by_haplotype, inverted where REF is the minor
     allele). alt_major: the records whose minor allele is REF.
 
-    At 100,000 samples a haplotype carries the minor allele of about 260
-    of the 44,000 untyped records of 1 Mb, 210 of them of the 1,200 common
-    ones: listed, those took five sixths of the entries, at 32 bits each;
-    as bits (1 a record), the tables take a third of the memory, and of
-    the time to build them (BENCHMARKS.md, stop 62)."""
+    In a large panel most of the minor alleles a haplotype carries are of
+    the few common records: listed, those would take most of the entries,
+    at 32 bits each; as bits (1 a record), the tables take far less memory,
+    and time to build them (see docs/results.md)."""
     # alt_freq is the alt count / H in float32: exactly 0.5, or at least 1 / (2H) from it, which float32 keeps
     # apart below 16 million haplotypes; so the minor allele needs no count of its own
     minor_is_alt = alt_freq <= 0.5
@@ -109,10 +108,10 @@ def minor_alleles(blocks, n_haplotypes, minor_is_alt, numbers, n_strips):
     Mb whatever the panel's size (the sum of their frequencies), so summing
     a query's states over their own lists reads a few dozen entries per
     state and Mb, where reading every record grows with the panel's records
-    (2.3 times as many at 16,000 samples as at 1,000, most of them rare).
+    (the larger the panel, the more records, most of them rare).
     The records are read twice, a block at a time (to count, then to
-    fill): bit-packed, a segment's untyped records take 0.3 GB at 16,000
-    samples and would take several GB at 100,000. The lists are built in
+    fill): even bit-packed, a large panel's segment of untyped records
+    would take much memory held whole. The lists are built in
     n_strips threads (_scan_minor)."""
     counts = np.zeros(n_haplotypes, dtype=np.int64)
     for first, parts in _numbered(blocks()):
@@ -284,12 +283,11 @@ def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, we
 def _kept_posterior(segments, kept, posterior, lo):
     """(rows,) the posterior at each row of `posterior` (typed sites lo ..)
     of the states whose segment there is `kept`, walked down the kept
-    segments' columns. They hold a small part of the posterior: at 16,000
-    samples, 133,000 of a haplotype's cells on a 4,000-site segment of 10
-    Mb, against 296,000 in the skipped segments of states kept elsewhere.
-    Summing the skipped ones instead (those, and a masked pass over every
-    row for the states skipped everywhere) took 0.8 of the records' 1.5 ms
-    per haplotype there (BENCHMARKS.md, stop 53)."""
+    segments' columns. They hold a small part of the posterior, fewer
+    cells than the skipped segments of states kept elsewhere. Summing the
+    skipped ones instead (those, and a masked pass over every row for the
+    states skipped everywhere) took about half the untyped records' time
+    (see docs/results.md)."""
     rows = posterior.shape[0]
     out = np.zeros(rows, dtype=np.float32)
     for e in range(segments.shape[1]):

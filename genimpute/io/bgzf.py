@@ -2,11 +2,11 @@
 blocks compressed in worker threads.
 
 Compressing a cohort's output is a single-threaded zlib loop in htslib's
-default writer: about 0.9 s of a 1,000-target, 1 Mb job here. Each BGZF
+default writer, a noticeable part of a cohort job's time. Each BGZF
 block is an independent gzip member, so blocks compress in parallel (the
 compressor releases the GIL) and are written in order. The compressor is
-zlib-ng: the same deflate format, about 3 times faster than zlib at level
-6 on imputed VCF text, for a file about 9% larger.
+zlib-ng: the same deflate format, several times faster than zlib at level
+6 on imputed VCF text, for a slightly larger file (see docs/results.md).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ distinct column once (SEQUENCE_BYTES bytes, np.packbits' order: the
 block's row r is bit 7 - r % 8 of byte r // 8) and, for each of the
 rows' 8 W bit positions (padding included, so rows come back bit for
 bit), the number of its column (uint16). The common records a compact
-panel keeps whole (genimpute.io.sparse_rows) took 47 MB at 100,000
-samples over 1 Mb; kept so, 6 MB. A block with more distinct columns than
+panel keeps whole (genimpute.io.sparse_rows) take a fraction of their
+bit-packed size kept so (see docs/results.md). A block with more distinct columns than
 a uint16 numbers is split in halves until each fits.
 """
 
@@ -156,7 +156,7 @@ def _decode_block(index, sequences, n_rows):
     time: their columns' bits as 64 words (each half column one 8-byte
     load), transposed into the rows', each row's 64 bits one 8-byte store
     (a loop over each column's set bits, scattering a byte write for each,
-    took about three times as long)."""
+    took several times as long)."""
     width = len(index) // 8
     padded = (width + 7) // 8  # words of 64 positions
     out = np.zeros((n_rows, 8 * padded), dtype=np.uint8)

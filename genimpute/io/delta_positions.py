@@ -5,8 +5,7 @@ each one less the one before it, less 1.
 
 Positions ascend within a row, so a row of m positions among H
 haplotypes takes about log2(H / m) / 7 bytes a position where uint32 took
-4: the listed rows were 37 of the 44 MB of a compact panel of 100,000
-samples over 1 Mb.
+4, and the listed rows are most of a large compact panel's bytes.
 """
 
 from __future__ import annotations

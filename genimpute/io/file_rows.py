@@ -181,8 +181,7 @@ class RowSpool:
     (which the system deletes whatever way the process ends), read back as
     FileRows (rows()) until the spool is closed. How a panel is converted
     with the memory of one block of records, where gathering them took
-    twice the packed panel (2 x 7.3 GB for 32,470 samples over a chromosome
-    of 900,000 records)."""
+    twice the packed panel."""
 
     def __init__(self, directory: str | Path, dtype=np.uint8):
         self.directory, self.dtype = Path(directory), np.dtype(dtype)

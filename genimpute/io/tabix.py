@@ -1,6 +1,6 @@
 """A tabix index (.tbi) built while the VCF is written, from each record's
 position and its place in the uncompressed text, instead of reading the
-finished file back (0.25 s of a 1,000-target, 1 Mb job; 2.7 s at 10,000).
+finished file back, which takes longer the larger the cohort.
 
 The layout is the tabix format's (Li 2011; htslib's tbx.c and hts.c):
 records binned by the UCSC scheme (16 kb to 512 Mb, 6 levels), chunks of

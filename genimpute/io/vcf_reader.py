@@ -1,8 +1,8 @@
 """Reading panel and target VCF/BCF files with cyvcf2.
 
 Haplotype h of sample s is column 2*s + h. Panel haplotypes are bit-packed
-per record as they are read, so a whole-chromosome panel (5,008 haplotypes x
-1.8M records = 1.1 GB packed, 9 GB unpacked) fits in memory.
+per record as they are read, so a whole-chromosome panel fits in memory, at
+an eighth of its unpacked size.
 """
 
 from __future__ import annotations
@@ -303,8 +303,8 @@ _TEXT_BLOCK = 32 << 20  # bytes of VCF text parsed at a time by _read_common_pan
 
 
 def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | None:
-    """The common reference panel, read from its text without htslib, three
-    times faster: bgzipped (or plain) VCF, sorted, every record biallelic
+    """The common reference panel, read from its text without htslib,
+    faster: bgzipped (or plain) VCF, sorted, every record biallelic
     with FORMAT GT alone and every call a phased diploid 0|0, 0|1, 1|0 or
     1|1. None at the first record that is not so: read_panel's htslib path
     then reads the file, with its checks and messages."""
@@ -342,9 +342,8 @@ def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | N
 
 
 def _inflated(path: str | Path):
-    """A gzipped file's text, inflated by zlib-ng (17 s for the 20 GB of a
-    16,000-sample, 10 Mb panel, where Python's gzip took 28 s) in a thread
-    of its own where the process has a second core, beside the parsing."""
+    """A gzipped file's text, inflated by zlib-ng (faster than Python's
+    gzip on a large panel) in a thread of its own where the process has a second core, beside the parsing."""
     return gzip_ng_threaded.open(path, "rb", threads=1 if usable_cores() > 1 else 0)
 
 

@@ -174,9 +174,9 @@ def _put_call(out, at, ds_on, hds_on, gp_on, a, b, haploid, gt_table, gt_lengths
 def _prints_hom_ref(ds_on, hds_on, gp_on, a, b, haploid):
     """Whether a call's fields (flags of DS, HDS, GP after GT) print as
     those of a diploid call certain of REF|REF, whose text is copied whole
-    (hom_ref). 95% of calls do at 4,000 panel samples, 75% with both P(alt)
-    exactly 0: deciding by the rounded values, not by exact zeros, halves
-    the formatting, as copying each field's table row costs more than the
+    (hom_ref). Most calls do, many more than have both P(alt) exactly 0:
+    deciding by the rounded values, not by exact zeros, saves much of the
+    formatting, as copying each field's table row costs more than the
     rounding."""
     if haploid:
         return False
@@ -307,7 +307,7 @@ def genotype_columns(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None 
     Each value is a row of a table of pre-formatted numbers (three
     decimals), copied into one byte buffer in compiled code, with no Python
     string operation per call."""
-    p1, p2 = np.asarray(p1), np.asarray(p2)  # strided views are read in place: a copy cost 10% of the formatting
+    p1, p2 = np.asarray(p1), np.asarray(p2)  # strided views are read in place: a copy costs formatting time
     haploid = np.zeros(p1.shape, dtype=bool) if haploid is None else np.ascontiguousarray(haploid, dtype=bool)
     text, ends = _sample_columns(p1, p2, haploid, fields.flags(), _GT, _GT_LENGTHS, _NUMBERS, _NUMBER_LENGTHS)
     return ColumnText(text, ends)
@@ -318,10 +318,9 @@ _FIXED_ONE = 2.0 ** 40  # probabilities are summed as integer multiples of 2^-40
 # DR2 counts a probability this close to 0 or 1 as 0 or 1. The copying engine
 # spreads small probabilities over many haplotypes that do not carry a rare
 # allele; they barely move the dosages' r2 but sink its estimate, which
-# divides by AF (1 - AF). On held-out samples (the dev panel at both arrays,
-# simulated panels of 1,000-16,000 samples over three seeds) 0.02 brought
-# DR2's mean absolute difference from the true r2 4-13% closer and raised
-# or kept its correlation with it (BENCHMARKS.md, stop 64).
+# divides by AF (1 - AF). On held-out samples, real and simulated, counting
+# them so brought DR2 closer to the true r2 and raised or kept its
+# correlation with it (see docs/results.md).
 DR2_CERTAIN = 0.02
 
 
@@ -343,8 +342,7 @@ def _dosage_sums(p, present):
                 alt_squared[v] += np.int64(np.rint(x * x * _FIXED_ONE))
                 count[v] += 1
                 # x counted as 0 or 1 near them, in arithmetic rather than branches: with an if/elif the loop
-                # was no longer vectorised and took 7 times as long (2,000 records x 10,004 haplotypes:
-                # 0.061 s against 0.009 without DR2_CERTAIN; 0.023 s so)
+                # was no longer vectorised and took several times as long
                 c = x * (x >= DR2_CERTAIN)
                 c += (1.0 - c) * (x > 1.0 - DR2_CERTAIN)
                 certain_alt[v] += np.int64(np.rint(c * _FIXED_ONE))

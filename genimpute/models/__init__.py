@@ -79,7 +79,7 @@ def model_config(name: str, **settings) -> BackboneConfig:
 
 def default_window(name: str) -> WindowConfig:
     """The window geometry and context size a backbone was measured with
-    (BENCHMARKS.md); WindowConfig's defaults for a name that is not a
+    (see docs/results.md); WindowConfig's defaults for a name that is not a
     backbone (model_config and build_model report it)."""
     entry = REGISTRY.get(name)
     return entry.model.default_window if entry is not None else WindowConfig()

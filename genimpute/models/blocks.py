@@ -140,8 +140,8 @@ class CrossAttentionBlock(nn.Module):
     def attend_each(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """x (N, L, D), keys and values (N, n, L, D) -> (N, L, D): token l of
         x attends to its own n tokens, keys[:, :, l]. Written as two einsums
-        over that layout, twice as fast on a CPU as attention over (N L, n)
-        copies (BENCHMARKS.md, issue 27)."""
+        over that layout, faster on a CPU than attention over (N L, n)
+        copies (see docs/results.md)."""
         (n_rows, length, dim), n_heads = x.shape, self.heads
         q = self.q(self.norm_x(x)).view(n_rows, length, n_heads, -1)
         keys, values = (t.reshape(n_rows, -1, length, n_heads, dim // n_heads) for t in (keys, values))

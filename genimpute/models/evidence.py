@@ -3,8 +3,8 @@ backbone concludes about the query, given to the backbone as an input
 channel and as the base its own output corrects.
 
 Why: trained for minutes on two CPU cores, an axial backbone learns less
-than the match backbone's copying model knows from the start (BENCHMARKS.md:
-MSA 0.9673 on chr20_1kgp1 where match scored 0.98). With evidence, the
+than the match backbone's copying model knows from the start (see
+docs/results.md). With evidence, the
 query's alt log-odds at its untyped cells are match's, plus the backbone's
 correction times a gate that starts at 0: a backbone starts as match, and
 its training learns what to change. The backbone also reads match's
@@ -14,8 +14,8 @@ shipped pretrained model's when training starts from scratch
 (genimpute.run_state).
 
 Where match is sure, a backbone has little to correct, and most cells are
-sure (on chr20_1kgp1 only 1-3% of untyped query cells have P(alt) between
-0.01 and 0.99, BENCHMARKS.md). With `local_columns` the backbone reads only
+sure (few untyped query cells have P(alt) far from 0 and 1; see
+docs/results.md). With `local_columns` the backbone reads only
 small windows around the unsure cells (`unsure_cells`), at a fraction of a
 whole-window pass, and corrects those cells alone.
 """

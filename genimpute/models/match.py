@@ -25,20 +25,20 @@ weighting and nothing else:
   the typed sites either side of a gap; a column's vote is the rows' alt
   alleles weighted by those posteriors, interpolated in cM. Unlike the
   heads, it weighs a row by how long it keeps matching as a whole path,
-  which is what rare variants need: on held-out panel samples it took r2 at
-  MAF 0.005-0.05 from below Beagle 5.4's to above it (BENCHMARKS.md).
+  which is what rare variants need: on held-out panel samples it took the
+  rarer variants' r2 from below Beagle's to above it (see docs/results.md).
 - The log-odds of the heads' votes and of the copying vote (each smoothed by
   a learned epsilon) are combined by learned weights into the query's alt
   log-odds.
 
 The heads attend neither along variants nor across rows, so their cost per query is
 k x t to count mismatches and choose candidates, then candidates x gaps x
-the MLP: before candidates, at k=160 a query costs about a seventeenth of a
-MSA-Transformer pass at k=24 on a CPU, which is what lets it read 160
-haplotypes (BENCHMARKS.md). The copying model adds k x (the typed sites
-within HORIZON of the pass's gaps) sequential steps per pass. Context rows
-are not reconstructed: `forward` gives the query row's logits and zeros for
-the context rows.
+the MLP: before candidates, a query costs a small fraction of an
+MSA-Transformer pass over far fewer rows on a CPU, which is what lets it
+read many more haplotypes (see docs/results.md). The copying model adds
+k x (the typed sites within HORIZON of the pass's gaps) sequential steps
+per pass. Context rows are not reconstructed: `forward` gives the query
+row's logits and zeros for the context rows.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from genimpute.config import ALT, MASKED, BackboneConfig, WindowConfig
 # typed sites either side of a gap whose agreement with the query is counted
 SITES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 # typed sites either side of a gap whose mismatches choose its candidate rows (MatchConfig.rows_per_gap);
-# held-out r2 of a match model trained with each NEAR: 4 0.9763, 8 0.9767, 16 0.9766, 32 0.9755 (BENCHMARKS.md)
+# on held-out samples, models trained with fewer or more sites scored no better (see docs/results.md)
 NEAR = 8
 # typed sites either side of the gaps of a pass that the copying model's forward-backward runs over
 HORIZON = 128
@@ -118,7 +118,7 @@ def _totals(at: torch.Tensor) -> torch.Tensor:
 
 def _take_columns(x: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
     """x[..., columns] for ascending `columns`, copied run by run: a window's
-    typed columns come in a few long runs, and copying slices is about 6x
+    typed columns come in a few long runs, and copying slices is much
     faster than a gather along the last dimension on a CPU."""
     if not len(columns):
         return x[..., :0]
@@ -159,11 +159,10 @@ class HaplotypeMatcher(nn.Module):
 
     shares_context = False  # each query has its own nearest-haplotype context
     reconstructs_context = False  # training has no context-reconstruction term
-    # validation r2 on chr20_1kgp1 after 3 minutes: 0.966 at k=64, 0.970 at 160, 0.970 at 400. Held-out r2
-    # of one model stays at 0.9767 from U, T, k, rows_per_gap = 200, 300, 160, 32 to 300, 300, 128, 24
-    # (0.9766 with NEAR=16), which imputes in about 0.7 of the time (BENCHMARKS.md)
+    # validation r2 rises with the context up to about this size and no further; held-out r2 is the same with
+    # a narrower window and more rows as with this one, which imputes faster (see docs/results.md)
     default_window = WindowConfig(untyped=300, typed=300, context=128)
-    # model time per query: 0.207 ms in passes of 64, 0.194 in 128, 0.188 in 256
+    # larger passes save little more model time per query (see docs/results.md)
     queries_per_cpu_pass = 128
 
     def __init__(self, config: MatchConfig):
@@ -181,7 +180,7 @@ class HaplotypeMatcher(nn.Module):
         self.bias = nn.Parameter(torch.zeros(()))
         self.smoothing = nn.Parameter(torch.tensor(-4.0))  # epsilon = sigmoid(-4) ~ 0.018 at the start
         # the copying model (_copying_posteriors): switches per cM, log; copying error, logit. Starting values
-        # from held-out panel samples, where 3-10 switches per cM and errors 1e-4 to 1e-2 score alike
+        # from held-out panel samples, where a wide range of switch rates and errors around these score alike
         self.switch_rate = nn.Parameter(torch.tensor(5.0).log())
         self.copy_error = nn.Parameter(torch.logit(torch.tensor(1e-3)))
         self.copying_smoothing = nn.Parameter(torch.tensor(-7.0))
@@ -323,7 +322,7 @@ class HaplotypeMatcher(nn.Module):
         mismatch = (context != query[:, None]) & observed[:, None]  # (B, k, t)
         weights, rows = self._weights(mismatch, observed, gap_lo, gap_hi)
         # the heads vote over each gap's candidates: their alleles (B, r, C), 1 where ALT (with REF, ALT,
-        # MASKED = 0, 1, 2, x & 1 is x == ALT, in a third of the time), times the gap's weights, as a batch
+        # MASKED = 0, 1, 2, x & 1 is x == ALT, and faster than comparing), times the gap's weights, as a batch
         # of (heads, r) x (r, 1) products over (B, C)
         alt = _take_columns(tokens[:, 1:], columns) if rows is None else \
             _take_rows(tokens, 1 + rows.index_select(2, which), columns)

@@ -33,8 +33,8 @@ class MSAConfig(AxialConfig):
 
 def _small_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """softmax(q k^T / sqrt(d)) v, written out: for the column attention's
-    many maps of a few dozen rows and 8 channels, 1.3-3 times faster on a
-    CPU than scaled_dot_product_attention (BENCHMARKS.md, issue 27)."""
+    many maps of a few dozen rows and 8 channels, faster on a CPU than
+    scaled_dot_product_attention (see docs/results.md)."""
     return torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5, dim=-1) @ v
 
 
@@ -106,7 +106,7 @@ class MSATransformer(AxialBackbone):
         """forward(tokens, typed)[:, 0][:, ~typed], computed for those cells
         alone in the last layer: its row attention for the untyped columns,
         its column attention, feed-forward and head for the query row. With
-        two layers at U=100, T=200: about 65% of forward's time (BENCHMARKS.md)."""
+        two layers it saves a good part of forward's time (see docs/results.md)."""
         x, log_odds = self.embed_cells(tokens, typed, genetic)
         *inner, (row_attn, col_attn, ffn) = self.layers
         for row, col, ff in inner:

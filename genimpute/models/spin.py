@@ -14,7 +14,7 @@ K-mer tokens of its untyped (target) and typed (attribute) variants.
   are also encoded by self-attention along the row, and before the decoder
   each of the query's target tokens attends to the same token of its n
   nearest panel haplotypes. It gives the model the retrieval that the
-  inducing points alone do not learn across windows (BENCHMARKS.md).
+  inducing points alone do not learn across windows (see docs/results.md).
 - Copying evidence (not in the paper; `evidence`, with the neighbour
   reader): a `match` backbone reads the query and its k nearest panel
   haplotypes (the window's context size; the reader reads the nearest
