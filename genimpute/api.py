@@ -23,7 +23,7 @@ from genimpute.errors import InputError
 ENGINES = ("auto", "copying", "model")
 
 
-def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path | None = None,
+def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path | list | None = None,
            model: str | Path | None = None, engine: str = "auto", genetic_map: str | Path | None = None,
            region: str | None = None, fields: str = "GT:DS:GP", phaser: str | None = "auto",
            validate_fraction: float | None = None, seed: int = 1, report: str | Path | None = None,
@@ -33,6 +33,10 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     (default `<target name>.imputed.vcf.gz` in the working directory);
     return the run's summary (records written, samples, seconds, ...).
 
+    ref: a panel, or a list of panels and shell patterns of them (one file
+    per chromosome); with several, or `{chrom}` in `out` (one output per
+    contig), each target contig is imputed from the panel holding it and
+    the summary has a row per contig (genimpute.genome).
     engine: "copying" (the copying engine over `ref`, no model), "model"
     (`model`'s backbone, window by window; default model: the pretrained
     one with `ref`, else $GENIMPUTE_MODEL), or "auto": copying when `ref`
@@ -40,30 +44,43 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     phaser: for an unphased target, "auto", "genimpute" (its own), "beagle", "shapeit4" or None
     (refuse). report: a TSV of every site's harmonisation, and beside it
     each sample's panel-duplicate decision. The other options are the
-    `genimpute impute` options of the same names (README)."""
-    from genimpute.config import CopyingSettings
+    `genimpute impute` options of the same names (docs/cli.md)."""
+    from genimpute.genome import impute_genome, is_genome_wide
     from genimpute.imputation import impute as run_imputation
+    from genimpute.imputation import read_once
+    from genimpute.regions import parse_region
+
+    refs = [] if ref is None else [ref] if isinstance(ref, (str, Path)) else list(ref)
+    out = out if out is not None else default_output(target)
+    options = _imputation_options(refs, model, engine, device, ne, fields)
+    settings = dict(validate_fraction=validate_fraction, seed=seed, phaser=phaser, batch_samples=batch_samples,
+                    audit=report, genetic_map=read_once(genetic_map), **options)
+    region = parse_region(region) if region else None
+    if is_genome_wide(refs, out):
+        return impute_genome(target, refs, str(out), region=region, force=force, progress=progress, **settings)
+    return run_imputation(target, out=out, ref=refs[0] if refs else None, region=region, force=force,
+                          progress=progress, **settings)
+
+
+def _imputation_options(refs: list, model, engine: str, device: str, ne: float | None, fields: str) -> dict:
+    """imputation.impute's model directory, device, engine settings and FORMAT for these options."""
+    from genimpute.config import CopyingSettings
     from genimpute.io.vcf_writer import FormatFields
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
-    from genimpute.regions import parse_region
     from genimpute.runtime import check_device_name, require_torch
 
     if engine not in ENGINES:
         raise InputError(f"engine: expected one of {', '.join(ENGINES)}; found {engine}")
     if engine == "auto":
-        engine = "copying" if ref and not model else "model"
+        engine = "copying" if refs and not model else "model"
     check_device_name(device, engine)
     if engine == "model":
         require_torch("imputing with a learned model (--engine model)")
     copying = None
     if engine == "copying":
         copying = CopyingSettings() if ne is None else CopyingSettings(ne=ne)
-    return run_imputation(
-        target, Path(model) if model else PRETRAINED_DIR if ref else default_model_dir(),
-        out if out is not None else default_output(target), device, force=force, progress=progress,
-        validate_fraction=validate_fraction, seed=seed, region=parse_region(region) if region else None,
-        phaser=phaser, genetic_map=genetic_map, audit=report, ref=ref, copying=copying,
-        batch_samples=batch_samples, fields=FormatFields.parse(fields))
+    model_dir = Path(model) if model else PRETRAINED_DIR if refs else default_model_dir()
+    return dict(model_dir=model_dir, device=device, copying=copying, fields=FormatFields.parse(fields))
 
 
 def default_output(target: str | Path) -> str:

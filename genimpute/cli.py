@@ -235,15 +235,15 @@ _IMPUTE_SECTIONS = {
 
 @main.command(cls=SectionedCommand, sections=_IMPUTE_SECTIONS)
 @click.argument("target", type=click.Path(dir_okay=False))
-@click.option("--ref", type=click.Path(dir_okay=False), default=None,
-              help="Reference panel: phased VCF/BCF, or compact (genimpute panel).")
+@click.option("--ref", multiple=True, default=(),
+              help="Reference panel: phased VCF/BCF or compact; repeat, or a quoted pattern, for one per chromosome.")
 @click.option("--model", "model_dir", type=click.Path(file_okay=False), default=None,
               help="Learned model directory [default: the pretrained one with --ref; else $GENIMPUTE_MODEL].")
 @click.option("--map", "genetic_map", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Genetic map, PLINK or shapeit4 format [default: the model's, else 1 cM per Mb].")
 @click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based; see chunks).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Output .vcf.gz [default: <target>.imputed.vcf.gz here].")
+              help="Output .vcf.gz; with {chrom}, one per contig [default: <target>.imputed.vcf.gz here].")
 @click.option("--format", "fields", default="GT:DS:GP", show_default=True,
               help="FORMAT fields: GT and any of DS, HDS, GP, in that order.")
 @click.option("--audit", type=click.Path(dir_okay=False), default=None,
@@ -283,11 +283,23 @@ def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit,
     if not ne > 0:
         raise click.BadParameter(f"expected a positive effective population size; found {ne}", param_hint="--ne")
     out = out or default_output(target)
-    summary = _run(run_impute, target, out, ref=ref, model=model_dir, engine=engine, genetic_map=genetic_map,
+    summary = _run(run_impute, target, out, ref=list(ref) or None, model=model_dir, engine=engine, genetic_map=genetic_map,
                    region=region, fields=fields, phaser=None if phaser == "none" else phaser,
                    validate_fraction=validate_fraction if validate else None, seed=seed, report=audit or old_audit,
                    ne=ne, batch_samples=batch_samples, device=device, force=force, progress=ctx.obj["progress"])
-    _print_imputed(out, summary)
+    if "contigs" in summary:
+        _print_genome(summary)
+    else:
+        _print_imputed(out, summary)
+
+
+def _print_genome(summary: dict) -> None:
+    import pandas as pd
+
+    table = pd.DataFrame(summary["contigs"])
+    click.echo(table.to_string(index=False))
+    click.echo(f"wrote {', '.join(summary['outputs'])}: {int(table['records'].sum())} records, "
+               f"{int(table['imputed'].sum())} imputed, {len(table)} contig pieces, {table['seconds'].sum():.1f} s")
 
 
 def _print_imputed(out, summary: dict) -> None:

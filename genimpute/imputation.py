@@ -65,9 +65,9 @@ def impute(
     _check_options(out, batch_samples, audit, force)
     if copying is not None:
         announce_compile()
-    genetic_map = GeneticMap(genetic_map) if genetic_map is not None else None  # read once: panel and phaser
+    genetic_map = read_once(genetic_map)
     with contextlib.ExitStack() as stack:  # holds a VCF panel's spooled records to the end of the run
-        source = ModelSource(Path(model_dir), _reference(ref, Path(out).parent, stack, progress), device)
+        source = ModelSource(Path(model_dir), open_reference(ref, Path(out).parent, stack, progress), device)
         panel = _panel_with_map(source, genetic_map, copying)
         target, aln, matches = _harmonised_target(panel, target_path, audit)
         header_contigs = contigs_in_target_order(panel, target, aln)
@@ -136,15 +136,34 @@ def _engine(source: ModelSource, panel: ReferencePanel, aln: Alignment, copying:
     return CopyingEngine(panel, aln, typed_mask, copying, in_panel)
 
 
-def _reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool) -> ReferencePanel | None:
-    """--ref's panel, if given. A VCF/BCF's packed records are spooled to
-    unnamed temporary files in `directory` (the output's), open until `stack`
-    closes, and the copying engine reads a segment's records from there as
-    from a compact panel: reading them into memory took twice the packed
-    panel. Reading
-    a large one takes minutes: `progress` shows a bar of the records read."""
+def read_once(genetic_map) -> GeneticMap | None:
+    """The map read once for the panel and the phaser (and, in a genome-wide
+    run, every contig): a path is read, a GeneticMap taken as it is."""
+    if genetic_map is None or isinstance(genetic_map, GeneticMap):
+        return genetic_map
+    return GeneticMap(genetic_map)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenPanel:
+    """A reference panel already read (`panel`) from the file `path`: a
+    genome-wide run imputes each of its contigs without reading it again."""
+
+    path: str
+    panel: ReferencePanel
+
+
+def open_reference(ref, directory: Path, stack: contextlib.ExitStack, progress: bool) -> ReferencePanel | None:
+    """--ref's panel, if given (an OpenPanel's as it is). A VCF/BCF's packed
+    records are spooled to unnamed temporary files in `directory` (the
+    output's), open until `stack` closes, and the copying engine reads a
+    segment's records from there as from a compact panel: in memory they
+    would take twice the packed panel. Reading a large one takes minutes:
+    `progress` shows a bar of the records read."""
     if ref is None:
         return None
+    if isinstance(ref, OpenPanel):
+        return ref.panel
     spool = None if is_compact(ref) else stack.enter_context(ShownSpool(directory, progress))
     return read_reference(ref, spool)
 
@@ -155,7 +174,7 @@ def _header_meta(engine, ref, phased_by: str | None) -> dict:
     meta = {"source": f"genimpute {__version__}", "genimputeCommand": " ".join(sys.argv),
             "genimputeModel": engine.description}
     if ref is not None:
-        meta["genimputeReference"] = str(Path(ref).resolve())
+        meta["genimputeReference"] = str(Path(ref.path if isinstance(ref, OpenPanel) else ref).resolve())
     if phased_by is not None:
         meta["genimputePhasing"] = phased_by
     return meta
@@ -227,7 +246,10 @@ def _contigs_to_write(panel: ReferencePanel, header_contigs: list, region: Regio
     in_region = (keys[panel.contig_index] == region.key) & (panel.positions >= region.start)
     if region.end is not None:
         in_region &= panel.positions <= region.end
-    if not in_region.any():
+    if contigs[0].panel_index is None:
+        log.info("--region %s: contig %s is not in the panel; its target records are passed through", region,
+                 region.contig)
+    elif not in_region.any():
         log.warning("--region %s holds no panel record: the output has none", region)
     return contigs, in_region
 

@@ -20,6 +20,7 @@ from genimpute.io.array_list import ArraySites
 from genimpute.io.coded_rows import CodedRows
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.delta_positions import DeltaPositions
+from genimpute.io.integrity import check_complete
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap, centimorgans
 from genimpute.io.file_rows import FileRows, RowSpool, npz_rows, packed_blocks, write_npz
 from genimpute.io.scratch import naming, publish
@@ -339,6 +340,28 @@ def contig_spans(path: str | Path) -> dict:
         if len(positions):
             spans[name] = (int(positions[0]), int(positions[-1]))
     return spans
+
+
+def contig_names(path: str | Path) -> list[str]:
+    """The contigs a panel holds records on: a compact panel's from its
+    file, an indexed VCF/BCF's (.tbi or .csi beside it) from the index,
+    else by reading the records through."""
+    path = Path(path)
+    check_complete(path)
+    if is_compact(path):
+        with np.load(path, allow_pickle=False) as z:
+            names, index = _split(z["contig_names"]), np.unique(z["contig_index"])
+        return [names[i] for i in index]
+    if any(Path(f"{path}{suffix}").is_file() for suffix in (".tbi", ".csi")):
+        import pysam
+
+        try:
+            with pysam.VariantFile(str(path)) as vcf:
+                return list(vcf.index)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: its index cannot be read ({exc}); index it again (bcftools index -t)") from exc
+    log.info("%s has no index: reading it through for its contigs (bcftools index -t makes this instant)", path)
+    return list(vcf_contig_spans(path))
 
 
 def array_typed_mask(panel: ReferencePanel, sites: ArraySites) -> np.ndarray:
