@@ -175,9 +175,9 @@ _TRAIN_SECTIONS = {
               help=f"msa, npssm with --evidence: columns around each unsure cell (0: all) {_BACKBONES_OWN}.")
 @click.option("--unsure", type=float, default=None,
               help=f"With --local-columns: unsure where match's P(alt) is in (x, 1-x) {_BACKBONES_OWN}.")
-@click.option("--untyped", type=int, default=None, help="Untyped variants per window [default: the backbone's].")
-@click.option("--typed", type=int, default=None, help="Typed variants per window [default: the backbone's].")
-@click.option("--context", type=int, default=None, help="Nearest panel haplotypes per query [default: the backbone's].")
+@click.option("--untyped", type=int, default=None, help="Untyped variants per window [default: 300 for match, 100 for the others].")
+@click.option("--typed", type=int, default=None, help="Typed variants per window [default: 300 for match, 200 for the others].")
+@click.option("--context", type=int, default=None, help="Nearest panel haplotypes per query [default: 128 for match, 24 for the others].")
 @click.option("--min-array-density", type=float, default=_TRAIN_DEFAULTS.min_array_density, show_default=True,
               help="Each step keeps a random share in [x, 1] of the array's sites typed.")
 @click.option("--steps", type=int, default=_TRAIN_DEFAULTS.steps, show_default=True, help="Training steps.")

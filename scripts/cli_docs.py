@@ -31,7 +31,9 @@ def help_text(command: click.Command, name: str, parent: click.Context | None = 
 
 
 def page() -> str:
-    root = click.Context(main, info_name="genimpute", terminal_width=WIDTH, max_content_width=WIDTH)
+    # the group's own settings (its -h), as when the command line is run
+    root = click.Context(main, info_name="genimpute", terminal_width=WIDTH, max_content_width=WIDTH,
+                         **main.context_settings)
     parts = [INTRO, "## genimpute\n", "```text", main.get_help(root), "```\n"]
     for name in main.list_commands(root):
         parts += [f"## genimpute {name}\n", "```text", help_text(main.get_command(root, name), name, root), "```\n"]

@@ -46,7 +46,7 @@ def test_train_names_a_setting_it_cannot_take_before_reading_the_panel(tmp_path,
 
 def test_a_model_flag_the_backbone_does_not_read_is_one_error_line(tmp_path):
     result = run(["-q", "train", "--ref", str(PANEL), "--array", str(ARRAY), "--out", str(tmp_path / "model"),
-                  "--model", "msa", "--rows-per-gap", "4"], ok=False)
+                  "--backbone", "msa", "--rows-per-gap", "4"], ok=False)
     assert result.exit_code == 1 and result.output == ("genimpute: error: msa settings: expected among dim, layers, "
                                                        "ffn_mult, max_columns, evidence, body_rows, local_columns, unsure, heads; found "
                                                        "rows_per_gap\n")

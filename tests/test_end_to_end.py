@@ -106,7 +106,7 @@ def test_resume_reaches_the_uninterrupted_state(tmp_path, data, trained):
 def test_each_backbone_trains_resumes_imputes_and_evaluates(backbone, flags, tmp_path, data):
     """The other backbones go through the same commands as the default, match (the `trained` model)."""
     base = ["-q", "train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
-            "--model", backbone, *flags]
+            "--backbone", backbone, *flags]
     heads = TINY.index("--heads")  # npssm's scans have heads of their own: it takes no --heads
     tiny = TINY if backbone != "npssm" else TINY[:heads] + TINY[heads + 2:]
     run([*base, *tiny, "--out", str(tmp_path / "straight")])
@@ -291,7 +291,7 @@ def test_truncated_weights(tmp_path, trained, data):
 
 def test_unknown_backbone_lists_valid_ones(tmp_path, data):
     msg = _error(["train", "--ref", str(data / "panel.vcf.gz"), "--array", str(data / "omni2.5_chr20_9.0-9.1Mb.txt"),
-                  "--model", "transformerx", "--out", str(tmp_path / "m")])
+                  "--backbone", "transformerx", "--out", str(tmp_path / "m")])
     assert "msa" in msg
 
 
