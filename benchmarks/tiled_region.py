@@ -19,14 +19,13 @@ Needs bgzip and tabix on PATH.
 from __future__ import annotations
 
 import argparse
-import gzip
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from genimpute.panel import ReferencePanel
+from tiled_vcf import tile_vcf
 
 
 class TiledRows:
@@ -71,20 +70,7 @@ def tiled_panel(panel: ReferencePanel, copies: int) -> ReferencePanel:
 def tile_targets(source: Path, out: Path, copies: int, shift: int) -> None:
     """The target VCF's records repeated `copies` times, each copy's
     positions `shift` further on, bgzipped and indexed."""
-    with gzip.open(source, "rt") as handle:
-        lines = handle.read().splitlines(keepends=True)
-    header = [line for line in lines if line.startswith("#")]
-    records = [line.split("\t", 2) for line in lines if not line.startswith("#")]
-    with open(out, "wb") as sink:
-        bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=sink)
-        bgzip.stdin.write("".join(header).encode())
-        for c in range(copies):
-            bgzip.stdin.write("".join(f"{chrom}\t{int(pos) + c * shift}\t{rest}"
-                                      for chrom, pos, rest in records).encode())
-        bgzip.stdin.close()
-        if bgzip.wait():
-            raise SystemExit(f"bgzip failed on {out}")
-    subprocess.run(["tabix", "-f", "-p", "vcf", str(out)], check=True)
+    tile_vcf(source, out, copies, shift)
 
 
 def main() -> None:
