@@ -15,4 +15,4 @@ snakemake -s "$root/workflows/snakemake/Snakefile" --configfile "$root/workflows
   --directory "$work" --cores 2 \
   --config panel="$data/panel.vcf.gz" array="$data/omni2.5_chr20_9.0-9.3Mb.txt" \
   targets="$data/targets.omni2.5.vcf.gz" truth="$data/targets.truth.vcf.gz" outdir=results
-echo "imputed: $work/results/imputed.vcf.gz; report: $work/results/report/report.md"
+echo "imputed: $work/results/imputed.vcf.gz; report: $work/results/report/all/report.md"

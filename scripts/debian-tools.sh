@@ -3,7 +3,8 @@
 # call that are not on PATH yet: bcftools and tabix (reading outputs back),
 # beagle and shapeit4 (phasing unphased targets), minimac4 (the benchmark
 # command), shellcheck (the shell scripts' test), GNU time (the benchmarks'
-# helpers), python3-venv (Debian's python3 lacks the venv module without it).
+# helpers), slurm-wlm and munge (the workflow's test on a local SLURM node),
+# python3-venv (Debian's python3 lacks the venv module without it).
 # Installing needs root; without it, the missing packages are named.
 set -euo pipefail
 missing=()
@@ -11,6 +12,8 @@ for tool in bcftools tabix beagle minimac4 shapeit4 shellcheck; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 [ -x /usr/bin/time ] || missing+=(time)  # `command -v time` finds the shell's keyword
+[ -x /usr/sbin/slurmctld ] || missing+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || missing+=(munge)
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then

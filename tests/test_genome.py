@@ -10,37 +10,17 @@ import sys
 
 import pytest
 from paths import PANEL, TARGET_PHASED
+from genome_example import make_genome_example, renamed
 from tools import require, run_tool
 
 SPLIT_AT = (9_030_000, 9_060_000)  # within the slice's 9.0-9.1 Mb
-
-
-def _bcftools(*args):
-    run_tool(["bcftools", *map(str, args)], check=True, capture_output=True)
-
-
-def _renamed(source, contig, dest, region=None):
-    """`source` with contig 20 called `contig` (only `region` of it), indexed."""
-    names = dest.with_suffix(".names")
-    names.write_text(f"20 {contig}\n")
-    view = ["-r", f"20:{region}"] if region else []
-    _bcftools("view", *view, "-Oz", "-o", dest.with_suffix(".tmp.gz"), source)
-    _bcftools("annotate", "--rename-chrs", names, "-Oz", "-o", dest, dest.with_suffix(".tmp.gz"))
-    _bcftools("index", "-t", dest)
-    return dest
 
 
 @pytest.fixture(scope="module")
 def genome(tmp_path_factory):
     """Panels of chromosomes 20 and 21, and a target on 20, 21 and Y."""
     require("bcftools")
-    d = tmp_path_factory.mktemp("genome")
-    shutil.copy(PANEL, d / "panel.chr20.vcf.gz")
-    shutil.copy(f"{PANEL}.tbi", d / "panel.chr20.vcf.gz.tbi")
-    _renamed(PANEL, "21", d / "panel.chr21.vcf.gz")
-    parts = [_renamed(TARGET_PHASED, c, d / f"target{c}.vcf.gz") for c in ("20", "21", "Y")]
-    _bcftools("concat", "-Oz", "-o", d / "target.vcf.gz", *parts)
-    return d
+    return make_genome_example(tmp_path_factory.mktemp("genome"))
 
 
 def _cli(*args, cwd):
@@ -74,10 +54,10 @@ def test_each_contig_is_a_single_contig_run(genome):
 
 
 def test_a_contig_split_across_panel_files_is_imputed_whole(genome):
-    whole = _renamed(PANEL, "X", genome / "panelX.vcf.gz")
+    whole = renamed(PANEL, "X", genome / "panelX.vcf.gz")
     cuts = [f"1-{SPLIT_AT[0]}", f"{SPLIT_AT[0] + 1}-{SPLIT_AT[1]}", f"{SPLIT_AT[1] + 1}-"]
-    parts = [_renamed(PANEL, "X", genome / f"panelX.part{i}.vcf.gz", cut) for i, cut in enumerate(cuts)]
-    target = _renamed(TARGET_PHASED, "X", genome / "targetX.vcf.gz")
+    parts = [renamed(PANEL, "X", genome / f"panelX.part{i}.vcf.gz", cut) for i, cut in enumerate(cuts)]
+    target = renamed(TARGET_PHASED, "X", genome / "targetX.vcf.gz")
     split = _cli("impute", target, *[a for p in parts for a in ("--ref", p)], "--out", "splitX.vcf.gz", cwd=genome)
     one = _cli("impute", target, "--ref", whole, "--out", "wholeX.vcf.gz", cwd=genome)
     assert split.returncode == 0 and one.returncode == 0, split.stderr + one.stderr
