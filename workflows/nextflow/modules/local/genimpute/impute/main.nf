@@ -4,9 +4,8 @@ process GENIMPUTE_IMPUTE {
     container 'genimpute:0.2.0'
 
     input:
-    tuple val(meta), path(target), path(target_index), val(region)
+    tuple val(meta), path(target), path(target_index), val(region), path(panel)
     path model
-    path panel
     path genetic_map
 
     output:
@@ -19,7 +18,7 @@ process GENIMPUTE_IMPUTE {
     script:
     def args = task.ext.args ?: ''
     def region_arg = region ? "--region ${region}" : ''
-    def source_arg = model ? "--model ${model}" : "--ref ${panel}"
+    def source_arg = model ? "--model ${model} --ref ${panel} --engine model" : "--ref ${panel}"
     def map_arg = genetic_map ? "--map ${genetic_map}" : ''
     prefix = task.ext.prefix ?: "${meta.id}" + (region ? "_" + region.replaceAll(/[:\-]/, '_') : '')
     """
