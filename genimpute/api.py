@@ -28,7 +28,7 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
            region: str | None = None, fields: str = "GT:DS:GP", phaser: str | None = "auto",
            validate_fraction: float | None = None, seed: int = 1, report: str | Path | None = None,
            ne: float | None = None, batch_samples: int = 1000, device: str = "auto", force: bool = False,
-           progress: bool = False) -> dict:
+           html: bool = True, progress: bool = False) -> dict:
     """Impute the untyped panel records of the `target` VCF into `out`
     (default `<target name>.imputed.vcf.gz` in the working directory);
     return the run's summary (records written, samples, seconds, ...).
@@ -43,7 +43,8 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     is given without `model`. fields: the FORMAT fields, e.g. "GT:DS".
     phaser: for an unphased target, "auto", "genimpute" (its own), "beagle", "shapeit4" or None
     (refuse). report: a TSV of every site's harmonisation, and beside it
-    each sample's panel-duplicate decision. The other options are the
+    each sample's panel-duplicate decision. html: the QC page beside the
+    output (one output at a time for now). The other options are the
     `genimpute impute` options of the same names (docs/cli.md)."""
     from genimpute.genome import impute_genome, is_genome_wide
     from genimpute.imputation import impute as run_imputation
@@ -54,7 +55,7 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     out = out if out is not None else default_output(target)
     options = _imputation_options(refs, model, engine, device, ne, fields)
     settings = dict(validate_fraction=validate_fraction, seed=seed, phaser=phaser, batch_samples=batch_samples,
-                    audit=report, genetic_map=read_once(genetic_map), **options)
+                    audit=report, genetic_map=read_once(genetic_map), html=html, **options)
     region = parse_region(region) if region else None
     if is_genome_wide(refs, out):
         return impute_genome(target, refs, str(out), region=region, force=force, progress=progress, **settings)

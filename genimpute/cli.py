@@ -227,7 +227,7 @@ def train(ctx, ref, array, genetic_map, init, resume, out, backbone, old_backbon
 
 _IMPUTE_SECTIONS = {
     "Inputs": ["ref", "model_dir", "genetic_map", "region"],
-    "Outputs": ["out", "fields", "audit", "force"],
+    "Outputs": ["out", "fields", "audit", "no_html", "force"],
     "Engine": ["engine", "ne", "phaser", "validate", "validate_fraction", "seed"],
     "Performance": ["batch_samples", "threads", "device"],
 }
@@ -250,6 +250,7 @@ _IMPUTE_SECTIONS = {
               help="TSV of each target record's harmonisation (match, swap, flip, ...), and FILE.samples.tsv.")
 @_alias("--report", "--audit", "old_audit")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
+@click.option("--no-html", "no_html", is_flag=True, help="Skip the QC page written beside the output (OUT.html).")
 @click.option("--engine", type=click.Choice(["auto", "copying", "model"]), default="auto", show_default=True,
               help="copying engine, or a learned model; auto: copying with --ref and no --model.")
 @click.option("--ne", type=float, default=CopyingSettings.ne, show_default=True,
@@ -265,16 +266,17 @@ _IMPUTE_SECTIONS = {
 @click.option("--device", default="auto", show_default=True, help=_DEVICE_HELP)
 @_threads_option
 @click.pass_context
-def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit, old_audit, force, engine, ne, phaser,
-           validate, validate_fraction, seed, batch_samples, device):
+def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit, old_audit, no_html, force, engine, ne,
+           phaser, validate, validate_fraction, seed, batch_samples, device):
     """Impute the untyped panel variants of a TARGET VCF.
 
     TARGET's records are matched to the panel (swapped or strand-flipped
     alleles recoded, palindromic and mismatched ones dropped and listed by
     --audit); an unphased TARGET is phased first (--phaser). The output is
     an indexed bgzipped VCF of every panel record on TARGET's contigs, with
-    INFO AF, DR2 and IMP. An output that another run wrote meanwhile is
-    never replaced without --force."""
+    INFO AF, DR2 and IMP, and beside it a QC page (OUT.html: inputs, allele
+    frequencies against the panel, samples, DR2 by MAF bin). An output that
+    another run wrote meanwhile is never replaced without --force."""
     from genimpute.api import default_output
     from genimpute.api import impute as run_impute
 
@@ -286,7 +288,8 @@ def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit,
     summary = _run(run_impute, target, out, ref=list(ref) or None, model=model_dir, engine=engine, genetic_map=genetic_map,
                    region=region, fields=fields, phaser=None if phaser == "none" else phaser,
                    validate_fraction=validate_fraction if validate else None, seed=seed, report=audit or old_audit,
-                   ne=ne, batch_samples=batch_samples, device=device, force=force, progress=ctx.obj["progress"])
+                   ne=ne, batch_samples=batch_samples, device=device, force=force, html=not no_html,
+                   progress=ctx.obj["progress"])
     if "contigs" in summary:
         _print_genome(summary)
     else:

@@ -98,9 +98,9 @@ def _tiles(contig: str, panels: list, region: Region | None) -> list[Piece]:
     starts = sorted((_span(path, contig)[0], path) for path in panels)
     pieces = []
     for i, (first, path) in enumerate(starts):
-        start = 1 if i == 0 else first
-        end = starts[i + 1][0] - 1 if i + 1 < len(starts) else None
-        start, end = max(start, whole.start), end if whole.end is None else min(end or whole.end, whole.end)
+        start = max(1 if i == 0 else first, whole.start)
+        ends = [e for e in (starts[i + 1][0] - 1 if i + 1 < len(starts) else None, whole.end) if e is not None]
+        end = min(ends) if ends else None
         if end is None or start <= end:
             pieces.append(Piece(contig, path, Region(contig, start, end)))
     return pieces
@@ -202,7 +202,8 @@ def _open(path: str | None, scratch: Path, stack: contextlib.ExitStack, progress
 def _run_piece(target, piece: Piece, opened: OpenPanel, out: Path, progress: bool, options: dict) -> dict:
     started = time.monotonic()
     held = piece.panel is not None
-    settings = options if held else {**options, "validate_fraction": None}
+    # the QC page is one run's; a genome-wide page is not built yet
+    settings = {**options, "html": False, **({} if held else {"validate_fraction": None})}
     try:
         summary = impute(target, out=out, ref=opened, region=piece.region, progress=progress, **settings)
     except GenimputeError as exc:

@@ -21,13 +21,15 @@ from genimpute.copying_engine import CopyingEngine, announce_compile
 from genimpute.errors import InputError
 from genimpute.identity import PanelMatches, report_samples_in_panel, sample_audit_path
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
-from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.scratch import PHASE_SCRATCH, remove_stale_scratch
+from genimpute.io.vcf_reader import TargetData, read_target
 from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource
 from genimpute.panel import Alignment, ReferencePanel, ShownSpool, align_target, is_compact, read_reference
+from genimpute.qc_report import page_path
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls, samples_per_batch
 from genimpute.regions import Region
+from genimpute.run_page import write_run_page
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ def impute(
     copying: CopyingSettings | None = None,
     batch_samples: int = 1000,
     fields: FormatFields = FormatFields(),
+    html: bool = True,
 ) -> dict:
     """Impute every panel record the target does not type into `out`; return the run's summary.
 
@@ -60,9 +63,10 @@ def impute(
     model directory's. `region`: write only its records, with the values of
     a whole-contig run. `validate_fraction`: first estimate accuracy on that
     share of the typed sites, hidden. Samples go in batches of at most
-    `batch_samples` (the output does not depend on it); `fields`: FORMAT."""
+    `batch_samples` (the output does not depend on it); `fields`: FORMAT;
+    `html`: the QC page beside the output (genimpute.qc_report)."""
     started = time.monotonic()
-    _check_options(out, batch_samples, audit, force)
+    _check_options(out, batch_samples, audit, force, page_path(out) if html else None)
     if copying is not None:
         announce_compile()
     genetic_map = read_once(genetic_map)
@@ -75,10 +79,7 @@ def impute(
         aln, phased_by = _phased(aln, panel, target, phaser, genetic_map, target_path, contigs, matches.in_panel,
                                  Path(out).parent)
         engine = _engine(source, panel, aln, copying, matches.in_panel)
-        windows = engine.windows(contigs, in_region)
-        n_windows = sum(len(w) for w in windows.values())
-        log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows),
-                 n_windows)
+        windows, n_windows = _windows(engine, contigs, in_region, target, aln)
         meta = _header_meta(engine, ref, phased_by)
         validation = _validation(engine, validate_fraction, seed, in_region, meta)
         filled = engine.fill_missing(in_region)
@@ -89,9 +90,19 @@ def impute(
             n_imputed = records.write(writer, contigs, region, in_region, windows, engine.probabilities, progress,
                                       started)
         summary = _summary(target, aln, matches, filled, writer.records, n_imputed, n_windows, validation, started)
-        log.info("wrote %s: %d records (%d imputed) in %.1f s", out, summary["records_written"], n_imputed,
-                 summary["seconds"])
+        if html:
+            write_run_page(page_path(out), panel, target, aln, matches, records.quality, meta, summary)
+        log.info("wrote %s: %d records (%d imputed) in %.1f s", out, writer.records, n_imputed, summary["seconds"])
         return summary
+
+
+def _windows(engine, contigs: list, in_region: np.ndarray, target: TargetData, aln: Alignment) -> tuple[dict, int]:
+    """The engine's windows over the contigs to write, and how many."""
+    windows = engine.windows(contigs, in_region)
+    n_windows = sum(len(w) for w in windows.values())
+    log.info("%d target samples, %d typed sites matched, %d windows", len(target.samples), len(aln.panel_rows),
+             n_windows)
+    return windows, n_windows
 
 
 def _harmonised_target(panel: ReferencePanel, target_path, audit) -> tuple[TargetData, Alignment, PanelMatches]:
@@ -197,7 +208,7 @@ def _summary(target: TargetData, aln: Alignment, matches, filled: dict, records_
     }
 
 
-def _check_options(out, batch_samples: int, audit, force: bool) -> None:
+def _check_options(out, batch_samples: int, audit, force: bool, page: Path | None) -> None:
     """Stop on what would fail only after the inputs are read."""
     check_output_directory(out)  # before the panel is read: its records are spooled there
     remove_stale_scratch(Path(out).parent, PHASE_SCRATCH)
@@ -206,6 +217,8 @@ def _check_options(out, batch_samples: int, audit, force: bool) -> None:
     for report in ([audit, sample_audit_path(audit)] if audit is not None else []):
         if Path(report).exists() and not force:
             raise InputError(f"--audit: {report} exists; use --force to overwrite it")
+    if page is not None and page.exists() and not force:
+        raise InputError(f"{page} (the run's QC page) exists; use --force to overwrite it, or --no-html")
 
 
 def _panel_with_map(source: ModelSource, genetic_map, copying: CopyingSettings | None) -> ReferencePanel:

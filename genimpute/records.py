@@ -189,7 +189,7 @@ def _info(chunk: _Chunk, total: _Part) -> list[str]:
 
 
 def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
-                  index_of_row: dict, fixed, batch_done=None) -> None:
+                  index_of_row: dict, fixed, batch_done=None, quality: WrittenQuality | None = None) -> None:
     """Write the records of `chunks`, each batch of samples formatted by
     its formatter from probabilities(batch) (U, 2B) at untyped records (not
     called when the chunks hold none); with several batches, their columns
@@ -202,7 +202,7 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
         for c, chunk in enumerate(chunks):
             part = formatter.part(chunk, probs, index_of_row)
             if spool is None:  # one batch: written at once
-                _write_chunk(writer, chunk, part, part.columns, fixed, formatter.fields)
+                _write_chunk(writer, chunk, part, part.columns, fixed, formatter.fields, quality)
                 continue
             spool.put(part.columns)
             part = dataclasses.replace(part, columns=None)
@@ -212,12 +212,31 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
             batch_done()
     if spool is not None:
         for c, columns in enumerate(spool.joined(len(formatters))):
-            _write_chunk(writer, chunks[c], totals[c], columns, fixed, formatters[0].fields)
+            _write_chunk(writer, chunks[c], totals[c], columns, fixed, formatters[0].fields, quality)
 
 
 def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed,
-                 fields: FormatFields) -> None:
+                 fields: FormatFields, quality: WrittenQuality | None = None) -> None:
     writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else str(fields), columns)
+    if quality is not None and not chunk.passed:
+        quality.add(total.sums.af(), total.sums.r2(), ~chunk.typed)
+
+
+class WrittenQuality:
+    """The AF and DR2 of every panel record written, and whether it was
+    imputed (not typed): what a run's report summarises by MAF bin."""
+
+    def __init__(self):
+        self.parts: list = []
+
+    def add(self, af: np.ndarray, dr2: np.ndarray, imputed: np.ndarray) -> None:
+        self.parts.append((np.asarray(af, np.float32), np.asarray(dr2, np.float32), np.asarray(imputed, bool)))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(AF, DR2, imputed) of the records in the order written."""
+        if not self.parts:
+            return np.zeros(0, np.float32), np.zeros(0, np.float32), np.zeros(0, bool)
+        return tuple(np.concatenate(column) for column in zip(*self.parts))
 
 
 def missing_calls(alleles: np.ndarray) -> np.ndarray:
@@ -309,6 +328,7 @@ class CohortRecords:
     def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, typed_mask: np.ndarray,
                  filled: dict, fields: FormatFields, batch_samples: int):
         self.panel, self.target, self.aln, self.typed_mask = panel, target, aln, typed_mask
+        self.quality = WrittenQuality()
         self.formatters = [_RecordFormatter(panel, target, aln, filled, batch, fields)
                            for batch in sample_batches(len(target.samples), batch_samples)]
         if len(self.formatters) > 1:
@@ -347,8 +367,9 @@ class CohortRecords:
             upto = position_of_event[int(written[-1])] + 1
             _write_chunks(writer, spool, self.formatters, _chunks(events[done:upto], n_samples),
                           partial(probabilities, window), {r: i for i, r in enumerate(predicted.tolist())}, fixed,
-                          progress.step)
+                          progress.step, self.quality)
             done = upto
             n_imputed += len(written)
-        _write_chunks(writer, spool, self.formatters, _chunks(events[done:], n_samples), None, {}, fixed)
+        _write_chunks(writer, spool, self.formatters, _chunks(events[done:], n_samples), None, {}, fixed,
+                      quality=self.quality)
         return n_imputed

@@ -1,8 +1,11 @@
-"""Report directory of an Evaluation: report.md (tables + figures), report.json,
-and the PNG figures, optionally with a wall-time/peak-memory table."""
+"""Report directory of an Evaluation: report.md (tables + figures),
+report.html (the same as one self-contained page), report.json, and the
+PNG figures, optionally with a wall-time/peak-memory table."""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import math
 import os
@@ -13,6 +16,7 @@ import pandas as pd
 from genimpute import plots
 from genimpute.evaluation import EVERYONE, Evaluation, by_population, side_by_side
 from genimpute.io.scratch import naming, scratch_directory
+from genimpute.qc_report import STYLE
 
 R2_PNG = "r2_by_maf.png"
 CALIBRATION_PNG = "calibration.png"
@@ -140,3 +144,39 @@ def _write_files(evaluation: Evaluation, out_dir: Path, inputs: dict, timings: p
         "timings": timings.to_dict(orient="records") if timings is not None else None,
     }
     (out_dir / "report.json").write_text(to_json(document) + "\n")
+    (out_dir / "report.html").write_text(html_page(evaluation, out_dir, inputs, timings))
+
+
+def html_page(evaluation: Evaluation, figures: Path, inputs: dict, timings: pd.DataFrame | None) -> str:
+    """report.md's content as one self-contained HTML page: the tables, and
+    the figures in `figures` embedded as base64 PNG."""
+    a = evaluation.accuracy
+    listed = "".join(f"<li>{html.escape(str(k))}: <code>{html.escape(str(v))}</code></li>" for k, v in inputs.items())
+    parts = [("inputs", "Inputs", f"<ul>{listed}</ul>"),
+             ("accuracy", "Aggregate r² by MAF bin", _html_table(side_by_side(a), "accuracy")
+              + _embedded(figures / R2_PNG, "r2_by_maf")),
+             ("overall", "All imputed variants", _html_table(evaluation.overall(), "overall"))]
+    if set(a["population"]) != {EVERYONE}:
+        parts.append(("populations", "Aggregate r² by population", _html_table(by_population(a), "populations")))
+    if len(evaluation.calibration):
+        parts.append(("calibration", "Calibration of the quality score",
+                      _html_table(calibration_side_by_side(evaluation.calibration), "calibration")
+                      + _embedded(figures / CALIBRATION_PNG, "calibration")))
+    if len(evaluation.quality):
+        parts.append(("quality", "The quality score's error by MAF bin",
+                      _html_table(quality_side_by_side(evaluation.quality), "quality")))
+    if timings is not None:
+        parts.append(("timings", "Wall time and peak memory", _html_table(timings.set_index("step"), "timings")))
+    body = "".join(f'<section id="{key}"><h2>{title}</h2>{content}</section>' for key, title, content in parts)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>genimpute evaluation</title>"
+            f"<style>{STYLE}</style></head><body><h1>genimpute evaluation</h1>{body}</body></html>\n")
+
+
+def _html_table(frame: pd.DataFrame, key: str) -> str:
+    text = frame.to_html(na_rep="–", float_format="{:.4f}".format, border=0)
+    return text.replace("<table", f'<table data-table="{key}"', 1)
+
+
+def _embedded(png: Path, key: str) -> str:
+    data = base64.b64encode(png.read_bytes()).decode()
+    return f'<figure data-figure="{key}"><img alt="{key}" src="data:image/png;base64,{data}"></figure>'

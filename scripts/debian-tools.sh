@@ -4,6 +4,7 @@
 # beagle and shapeit4 (phasing unphased targets), minimac4 (the benchmark
 # command), shellcheck (the shell scripts' test), GNU time (the benchmarks'
 # helpers), slurm-wlm and munge (the workflow's test on a local SLURM node),
+# chromium (the QC page's test opens it in a real browser),
 # python3-venv (Debian's python3 lacks the venv module without it).
 # Installing needs root; without it, the missing packages are named.
 set -euo pipefail
@@ -14,6 +15,7 @@ done
 [ -x /usr/bin/time ] || missing+=(time)  # `command -v time` finds the shell's keyword
 [ -x /usr/sbin/slurmctld ] || missing+=(slurm-wlm)
 [ -x /usr/sbin/munged ] || missing+=(munge)
+command -v chromium >/dev/null || missing+=(chromium)
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then

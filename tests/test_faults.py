@@ -199,7 +199,7 @@ def test_an_output_directory_is_made_with_its_parents(tmp_path):
     result = _cli(*_commands(tmp_path / "no" / "such")["evaluate"])
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (tmp_path / "no" / "such" / "report").iterdir()) == [
-        "calibration.png", "r2_by_maf.png", "report.json", "report.md"]
+        "calibration.png", "r2_by_maf.png", "report.html", "report.json", "report.md"]
 
 
 @pytest.mark.parametrize("command", ["impute", "panel", "chunks", "evaluate", "train"])
