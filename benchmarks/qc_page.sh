@@ -16,6 +16,7 @@ series=$(cd "$1" && pwd)
 out=${2:-$root/benchmarks/out/qc_page}
 panel=${PANEL:-16000} cohort=${COHORT:-10000}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: Chromium takes the page as a file:// address
 cd "$out"
 
 targets=targets.$cohort.vcf.gz
