@@ -21,7 +21,7 @@ quickstart: tools $(BIN)/python
 
 test: tools $(BIN)/python
 	$(BIN)/pip install -q -c constraints-cpu.txt -e '.[dev,learned]'
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)  # snakemake and the like from the venv
 
 # docs/cli.md from the commands' own help (tests/test_docs.py checks it is current)
 docs: $(BIN)/python

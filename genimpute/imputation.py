@@ -91,7 +91,7 @@ def impute(
                                       started)
         summary = _summary(target, aln, matches, filled, writer.records, n_imputed, n_windows, validation, started)
         if html:
-            write_run_page(page_path(out), panel, target, aln, matches, records.quality, meta, summary)
+            write_run_page(page_path(out), panel, target, aln, records.quality, meta, summary)
         log.info("wrote %s: %d records (%d imputed) in %.1f s", out, writer.records, n_imputed, summary["seconds"])
         return summary
 

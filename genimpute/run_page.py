@@ -1,6 +1,6 @@
 """The QC page of one imputation run, assembled from the run's own objects
-(the panel, the aligned target, the samples found in the panel, the
-quality of the records written, the header's provenance) into the tables
+(the panel, the aligned target, the quality of the records written, the
+header's provenance and the run's summary) into the tables
 of genimpute.run_facts and the page of genimpute.qc_report."""
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from genimpute import run_facts
 from genimpute.qc_report import RunReport, write_page
 from genimpute.runtime import usable_cores
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
-def write_run_page(path: Path, panel, target, aln, matches, quality, meta: dict, summary: dict) -> None:
+def write_run_page(path: Path, panel, target, aln, quality, meta: dict, summary: dict) -> None:
     """Write the run's QC page to `path`, and say where."""
     started = time.monotonic()
-    write_page(path, run_report(panel, target, aln, matches, quality, meta, summary))
-    _log.info("QC page %s written in %.1f s", path, time.monotonic() - started)
+    write_page(path, run_report(panel, target, aln, quality, meta, summary))
+    log.info("QC page %s written in %.1f s", path, time.monotonic() - started)
 
 
-def run_report(panel, target, aln, matches, quality, meta: dict, summary: dict) -> RunReport:
+def run_report(panel, target, aln, quality, meta: dict, summary: dict) -> RunReport:
     samples = run_facts.sample_table(aln.haplotypes, target.samples)
     frequencies = run_facts.allele_frequencies(aln.haplotypes, panel.alt_freq[aln.panel_rows], panel.n_haplotypes)
     rows = aln.target_rows
