@@ -27,7 +27,7 @@ from pathlib import Path
 from genimpute.errors import GenimputeError, InputError
 from genimpute.imputation import OpenPanel, impute, open_reference
 from genimpute.io.contigs import normalise_contig
-from genimpute.io.scratch import publish, scratch_directory
+from genimpute.io.scratch import publish, remove_stale_scratch, scratch_directory
 from genimpute.io.vcf_concat import concatenate
 from genimpute.io.vcf_reader import contig_spans as target_contig_spans
 from genimpute.io.vcf_writer import check_output_directory
@@ -133,7 +133,9 @@ def impute_genome(target: str | Path, refs: list, out: str, region: Region | Non
             raise InputError(f"output {path}: exists; pass --force to overwrite")
     pieces = plan_pieces(contigs, panels, region)
     _warn_unheld(pieces)
-    with _each_warning_once(), scratch_directory(Path(next(iter(outputs.values()))).parent, GENOME_SCRATCH) as scratch:
+    directory = Path(next(iter(outputs.values()))).parent
+    remove_stale_scratch(directory, GENOME_SCRATCH)  # a killed run's pieces
+    with _each_warning_once(), scratch_directory(directory, GENOME_SCRATCH) as scratch:
         rows = _run_pieces(target, pieces, scratch, progress, options)
         written = _assemble(pieces, scratch, outputs, force, panels)
     return {"contigs": rows, "outputs": written}
