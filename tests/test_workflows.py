@@ -183,16 +183,17 @@ def test_nextflow_pipeline_includes_existing_modules():
         assert (NEXTFLOW / module).with_name("meta.yml").exists()
 
 
-def _readme_install_line() -> str:
-    lines = [line.strip() for line in (ROOT / "README.md").read_text().splitlines() if line.strip().startswith("pip install -c")]
-    assert len(lines) == 1, lines
-    return lines[0]
+def _readme_constraints() -> str:
+    """The constraints file the README's pinned install names."""
+    found = re.findall(r"pip install -c (\S+)", (ROOT / "README.md").read_text())
+    assert len(found) == 1, found
+    return found[0]
 
 
 def test_dockerfile_installs_as_the_readme_says_and_runs_unprivileged():
     dockerfile = (ROOT / "Dockerfile").read_text()
     # the README's CPU install and the image's both take torch's CPU build through the same constraints file
-    constraints = _readme_install_line().split()[3]
+    constraints = _readme_constraints()
     assert constraints == "constraints-cpu.txt" and (ROOT / constraints).exists()
     assert f"pip install -c {constraints}" in dockerfile
     for package in ("bcftools", "tabix", "beagle", "minimac4"):
