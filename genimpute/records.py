@@ -181,11 +181,6 @@ def _fixed_columns(panel: ReferencePanel, target: TargetData, chunk: _Chunk, con
             for i in chunk.rows.tolist()]
 
 
-def _info(chunk: _Chunk, total: _Part) -> list[str]:
-    """INFO of each record of the chunk from its sums over every sample."""
-    if chunk.passed:
-        return ["."] * len(chunk.rows)
-    return info_values(total.sums.af(), total.sums.r2(), total.missing_calls, chunk.typed)
 
 
 def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
@@ -217,9 +212,15 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
 
 def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed,
                  fields: FormatFields, quality: WrittenQuality | None = None) -> None:
-    writer.write_records(fixed(chunk), _info(chunk, total), "GT" if chunk.passed else str(fields), columns)
-    if quality is not None and not chunk.passed:
-        quality.add(total.sums.af(), total.sums.r2(), ~chunk.typed)
+    """Write a chunk's records, with INFO from their sums over every sample
+    (AF and DR2 computed once, for the INFO and for `quality`)."""
+    if chunk.passed:
+        writer.write_records(fixed(chunk), ["."] * len(chunk.rows), "GT", columns)
+        return
+    af, dr2 = total.sums.af(), total.sums.r2()
+    writer.write_records(fixed(chunk), info_values(af, dr2, total.missing_calls, chunk.typed), str(fields), columns)
+    if quality is not None:
+        quality.add(af, dr2, ~chunk.typed)
 
 
 class WrittenQuality:
