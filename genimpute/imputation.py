@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from genimpute import __version__
 from genimpute.config import BUILT_IN_PHASER, CopyingSettings
@@ -29,6 +30,7 @@ from genimpute.panel import Alignment, ReferencePanel, ShownSpool, align_target,
 from genimpute.qc_report import page_path
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls, samples_per_batch
 from genimpute.regions import Region
+from genimpute.run_facts import sample_table
 from genimpute.run_page import write_run_page
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ def impute(
     with contextlib.ExitStack() as stack:  # holds a VCF panel's spooled records to the end of the run
         source = ModelSource(Path(model_dir), open_reference(ref, Path(out).parent, stack, progress), device)
         panel = _panel_with_map(source, genetic_map, copying)
-        target, aln, matches = _harmonised_target(panel, target_path, audit)
+        target, aln, matches, samples = _harmonised_target(panel, target_path, audit)
         header_contigs = contigs_in_target_order(panel, target, aln)
         contigs, in_region = _contigs_to_write(panel, header_contigs, region)
         aln, phased_by = _phased(aln, panel, target, phaser, genetic_map, target_path, contigs, matches.in_panel,
@@ -91,7 +93,7 @@ def impute(
                                       started)
         summary = _summary(target, aln, matches, filled, writer.records, n_imputed, n_windows, validation, started)
         if html:
-            write_run_page(page_path(out), panel, target, aln, records.quality, meta, summary)
+            write_run_page(page_path(out), panel, target, aln, samples, records.quality, meta, summary)
         log.info("wrote %s: %d records (%d imputed) in %.1f s", out, writer.records, n_imputed, summary["seconds"])
         return summary
 
@@ -105,25 +107,28 @@ def _windows(engine, contigs: list, in_region: np.ndarray, target: TargetData, a
     return windows, n_windows
 
 
-def _harmonised_target(panel: ReferencePanel, target_path, audit) -> tuple[TargetData, Alignment, PanelMatches]:
+def _harmonised_target(panel: ReferencePanel, target_path,
+                       audit) -> tuple[TargetData, Alignment, PanelMatches, pd.DataFrame]:
     """(the target, its alignment to the panel, its samples found in the
-    panel), each decision reported to `audit` if given."""
+    panel, each sample's calls at the matched sites: run_facts.sample_table,
+    which phasing leaves as they are), each decision reported to `audit`
+    if given."""
     target = read_target(target_path)
     aln = align_target(panel, target, source=str(target_path), audit=audit)
-    _warn_uncalled_samples(aln, target.samples, target_path)
+    samples = sample_table(aln.haplotypes, target.samples)
+    _warn_uncalled_samples(samples, target_path)
     # by name or genotype: phase plays no part
     matches = report_samples_in_panel(panel, aln, target.samples, audit)
-    return target, aln, matches
+    return target, aln, matches, samples
 
 
-def _warn_uncalled_samples(aln: Alignment, samples: list, source) -> None:
+def _warn_uncalled_samples(samples: pd.DataFrame, source) -> None:
     """A sample with no call at any matched site is imputed from the panel's
     frequencies alone, which is rarely what its owner meant."""
-    uncalled = np.flatnonzero((aln.haplotypes < 0).all(axis=0).reshape(-1, 2).all(axis=1)) \
-        if len(aln.panel_rows) else np.arange(len(samples))
+    uncalled = samples.loc[samples["alleles_called"] == 0, "sample"]
     if len(uncalled):
         log.warning("%s: %d samples have no call at any typed site matched to the panel (first: %s); their "
-                    "genotypes are the panel's frequencies alone", source, len(uncalled), samples[uncalled[0]])
+                    "genotypes are the panel's frequencies alone", source, len(uncalled), uncalled.iloc[0])
 
 
 def _phased(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,

@@ -44,8 +44,11 @@ def allele_frequencies(haplotypes: np.ndarray, panel_af: np.ndarray, n_panel_hap
     """Target and panel ALT frequency at each typed site (haplotypes: (T, 2S)
     in the panel's coding), and the chi-square statistic of the 2x2 table
     of allele counts (target, panel) x (ALT, REF)."""
-    called = (haplotypes >= 0).sum(axis=1)
-    alt = (haplotypes == 1).sum(axis=1)
+    called, alt = np.zeros(len(haplotypes), np.int64), np.zeros(len(haplotypes), np.int64)
+    for start in range(0, len(haplotypes), _ROWS_PER_BLOCK):  # a cohort's (T, 2S) is not copied whole
+        block = haplotypes[start:start + _ROWS_PER_BLOCK]
+        called[start:start + len(block)] = (block >= 0).sum(axis=1)
+        alt[start:start + len(block)] = (block == 1).sum(axis=1)
     target_af = np.divide(alt, called, out=np.full(len(alt), np.nan), where=called > 0)
     panel_alt = panel_af * n_panel_haplotypes
     a, b = alt.astype(np.float64), called - alt.astype(np.float64)
@@ -58,9 +61,10 @@ def allele_frequencies(haplotypes: np.ndarray, panel_af: np.ndarray, n_panel_hap
 
 def sample_table(haplotypes: np.ndarray, samples: list) -> pd.DataFrame:
     """Per sample: the share of typed sites called, the share of its diploid
-    calls heterozygous, and the share of its calls haploid."""
+    calls heterozygous, the share of its calls haploid, and how many of its
+    alleles are called (half-missing calls included)."""
     n = len(samples)
-    called, het, diploid, haploid = (np.zeros(n, np.int64) for _ in range(4))
+    called, het, diploid, haploid, alleles = (np.zeros(n, np.int64) for _ in range(5))
     for start in range(0, len(haplotypes), _ROWS_PER_BLOCK):
         block = haplotypes[start:start + _ROWS_PER_BLOCK]
         first, second = block[:, 0::2], block[:, 1::2]
@@ -70,12 +74,14 @@ def sample_table(haplotypes: np.ndarray, samples: list) -> pd.DataFrame:
         diploid += is_diploid.sum(axis=0)
         het += (is_diploid & (first != second)).sum(axis=0)
         haploid += is_haploid.sum(axis=0)
+        alleles += (first >= 0).sum(axis=0) + (second >= 0).sum(axis=0)
     sites = max(len(haplotypes), 1)
     return pd.DataFrame({
         "sample": samples,
         "call_rate": called / sites,
         "heterozygosity": np.divide(het, diploid, out=np.full(n, np.nan), where=diploid > 0),
         "haploid_share": np.divide(haploid, called, out=np.zeros(n), where=called > 0),
+        "alleles_called": alleles,
     })
 
 

@@ -17,15 +17,15 @@ from genimpute.runtime import usable_cores
 log = logging.getLogger(__name__)
 
 
-def write_run_page(path: Path, panel, target, aln, quality, meta: dict, summary: dict) -> None:
-    """Write the run's QC page to `path`, and say where."""
+def write_run_page(path: Path, panel, target, aln, samples, quality, meta: dict, summary: dict) -> None:
+    """Write the run's QC page to `path`, and say where; `samples`: the
+    run's run_facts.sample_table."""
     started = time.monotonic()
-    write_page(path, run_report(panel, target, aln, quality, meta, summary))
+    write_page(path, run_report(panel, target, aln, samples, quality, meta, summary))
     log.info("QC page %s written in %.1f s", path, time.monotonic() - started)
 
 
-def run_report(panel, target, aln, quality, meta: dict, summary: dict) -> RunReport:
-    samples = run_facts.sample_table(aln.haplotypes, target.samples)
+def run_report(panel, target, aln, samples, quality, meta: dict, summary: dict) -> RunReport:
     frequencies = run_facts.allele_frequencies(aln.haplotypes, panel.alt_freq[aln.panel_rows], panel.n_haplotypes)
     rows = aln.target_rows
     frequencies.insert(0, "pos", target.records.positions[rows])
