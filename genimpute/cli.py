@@ -363,14 +363,14 @@ def chunks(ref, size, out):
 
 def _write_lines(out: str, lines: list) -> None:
     """Lines to `out` (- for stdout), whole or not at all."""
-    from genimpute.io.scratch import write_text_whole
+    from genimpute.io.scratch import write_whole
     from genimpute.io.vcf_writer import check_output_directory
 
     if out == "-":
         click.echo("".join(lines), nl=False)
         return
     check_output_directory(out)
-    write_text_whole(out, "".join(lines))
+    write_whole(out, lambda tmp: tmp.write_text("".join(lines)))
 
 
 @main.command(cls=SectionedCommand, sections={"Inputs": ["truth", "ref", "labels", "populations"],

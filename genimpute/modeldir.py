@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from genimpute.config import RunConfig, TrainConfig, WindowConfig
 from genimpute.errors import CheckpointError
+from genimpute.io.scratch import write_whole
 from genimpute.panel import ReferencePanel
 
 if TYPE_CHECKING:  # torch is imported where weights are read or written: the paths here need none of it
@@ -333,25 +334,14 @@ def default_model_dir() -> Path:
     return Path(data_home) / "genimpute" / "model"
 
 
-def atomic_write(path: Path, write) -> None:
-    """Call write(tmp_path), then rename tmp_path to path."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def write_json(path: Path, obj: dict) -> None:
-    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2) + "\n"))
+    write_whole(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2) + "\n"))
 
 
 def save_torch(path: Path, obj: dict) -> None:
     import torch
 
-    atomic_write(path, lambda tmp: torch.save(obj, tmp))
+    write_whole(path, lambda tmp: torch.save(obj, tmp))
 
 
 def load_torch(path: Path) -> dict:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from genimpute import run_plots
 from genimpute.harmonise import FLIP, FLIP_SWAP, SWAP
-from genimpute.io.scratch import write_text_whole
+from genimpute.io.scratch import write_whole
 from genimpute.run_facts import CHI2_OUTLIER
 
 LISTED_ROWS = 50  # rows of a list shown on the page; the count says how many there are
@@ -59,7 +59,8 @@ def page_path(out: str | Path) -> Path:
 
 
 def write_page(path: str | Path, report: RunReport) -> None:
-    write_text_whole(path, render(report))
+    html_text = render(report)
+    write_whole(path, lambda tmp: tmp.write_text(html_text))
 
 
 def render(report: RunReport) -> str:

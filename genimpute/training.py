@@ -31,6 +31,7 @@ from genimpute.config import RunConfig, TrainConfig
 from genimpute.distributed import SINGLE, Distributed
 from genimpute.errors import InputError
 from genimpute.heldout import Validator
+from genimpute.io.scratch import write_whole
 from genimpute.models import backbone
 from genimpute.run_state import RunState, checkpoint_to_resume, initial_weights, start_run
 from genimpute.training_set import TrainingSet, array_per_panel, panels_fingerprint, training_panels
@@ -135,7 +136,7 @@ def _prepare_out(out: Path, panels: list, dist: Distributed) -> None:
     if dist.is_main:
         out.mkdir(parents=True, exist_ok=True)
         if len(panels) == 1:
-            modeldir.atomic_write(out / modeldir.PANEL, panels[0][0].save)
+            write_whole(out / modeldir.PANEL, panels[0][0].save)
 
 
 def _check_batch_size(config: RunConfig, dist: Distributed) -> None:

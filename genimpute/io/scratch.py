@@ -89,13 +89,14 @@ def naming(path: str | Path):
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
-def write_text_whole(path: str | Path, text: str) -> None:
-    """`text` into `path`, replacing it whole or leaving it as it was."""
+def write_whole(path: str | Path, write) -> None:
+    """Call write(tmp) for a temporary file beside `path`, then rename it
+    to `path`: `path` is replaced whole or left as it was."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         with naming(path):
-            tmp.write_text(text)
+            write(tmp)
             os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
