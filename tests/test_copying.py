@@ -284,10 +284,9 @@ def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormali
     """Three composite states: two copying one haplotype each over every
     site, the third changing haplotype halfway, its posterior 1e-4 up to
     the end of the block of sites after that (the floor is tested on
-    blocks' maxima). Below a floor of 1e-3 its first segment is skipped
-    (its posterior stays below the floor up to the site after it): each
-    record's P(minor) is then the kept states' sum over the kept states'
-    posterior; its second segment counts."""
+    blocks' maxima). Below a floor of 1e-3 it is skipped in those blocks,
+    in both its segments: each record's P(minor) is then the kept states'
+    sum over the kept states' posterior at its sites; after them it counts."""
     from genimpute.copying.untyped import MAXIMA_BLOCK, _impute_untyped
     monkeypatch.setattr("genimpute.copying.untyped.COMMON_MINOR", common_minor)
     rng = np.random.default_rng(4)
@@ -301,7 +300,8 @@ def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormali
     half = t // 2
     segments = np.array([[0, 0, t, 3], [1, 0, t, 7], [2, 0, half, 11], [2, half, t, 12]], dtype=np.int64).T.copy()
     posterior = np.empty((t, 3), dtype=np.float32)
-    posterior[:, 2] = np.where(np.arange(t) < (half // MAXIMA_BLOCK + 2) * MAXIMA_BLOCK, 1e-4, 0.2)
+    low_rows = (half // MAXIMA_BLOCK + 2) * MAXIMA_BLOCK  # whole blocks: the rows where it is skipped
+    posterior[:, 2] = np.where(np.arange(t) < low_rows, 1e-4, 0.2)
     posterior[:, 0] = 0.6 * (1 - posterior[:, 2])
     posterior[:, 1] = 1 - posterior[:, 0] - posterior[:, 2]
     got = np.zeros(len(untyped[0]), dtype=np.float32)
@@ -318,7 +318,7 @@ def test_states_below_the_posterior_floor_are_left_out_and_each_record_renormali
         if state < 2:
             hap, skipped = np.full(len(row), (3, 7)[state]), np.zeros(len(row), dtype=bool)
         else:
-            hap, skipped = np.where(row < half, 11, 12), (row < half) & (floor > 1e-4)
+            hap, skipped = np.where(row < half, 11, 12), (row < low_rows) & (floor > 1e-4)
         mass = np.where(skipped, 0.0, posterior[row, state])
         return mass, mass * carries[np.arange(len(records)), hap]
     terms = [(w, *kept(s, row)) for w, row in ((1 - weight, left), (weight, right)) for s in range(3)]

@@ -187,19 +187,6 @@ def _block_maxima(posterior):
     return out
 
 
-@nb.njit(cache=True)
-def _negligible(maxima, slot, first, last, floor):
-    """Whether the state's posterior stays below `floor` in the blocks of
-    MAXIMA_BLOCK rows that hold rows [first, last] of the posteriors (none,
-    if last < first): a block's rows beyond them can keep it, never skip it."""
-    if last < first:
-        return True
-    for b in range(first // MAXIMA_BLOCK, last // MAXIMA_BLOCK + 1):
-        if maxima[b, slot] >= floor:
-            return False
-    return True
-
-
 @nb.njit(cache=True, fastmath=FAST)
 def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     """Write each untyped record's P(alt) to out_column (zeros): the
@@ -208,45 +195,39 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     at the left site, 1 at the right), summed over the states that carry
     its minor allele (minor_tables) at that site (a composite state may
     copy another haplotype at each), and taken from 1 where that allele is
-    REF. A state's segment is skipped where its posterior stays below
-    `floor` (CopyingSettings.posterior_floor) from the typed site before
-    the segment to the one after it, of those the posteriors hold (all the
-    sites its records read, and two more), and each record's sum is divided
-    by the posterior of the states it kept (_kept_posterior): the
-    skipped states are taken to carry the minor allele as often as the kept
-    ones do."""
-    weights, record_gap, gap_first, hap_starts, hap_records, alt_major, common, common_first, hap_bits = untyped[1:]
+    REF. A state is skipped in each block of MAXIMA_BLOCK rows where its
+    posterior stays below `floor` (CopyingSettings.posterior_floor), and
+    each record's sum is divided by the posterior of the states it kept at
+    its sites: the skipped states are taken to carry the minor allele as
+    often as the kept ones do.
+
+    Skipped by block, not by the state's whole segment: a segment is long,
+    and a state that matters somewhere in it carries little weight over
+    most of it; kept whole, the states' segments held several times as
+    many states at each site as the few that carry its posterior, and
+    their records were most of the engine's time."""
     maxima = _block_maxima(posterior)
-    kept = np.empty(segments.shape[1], dtype=np.bool_)
+    kept_posterior = np.zeros(len(posterior), dtype=np.float32)
+    skipped = False
     for e in range(segments.shape[1]):
-        slot, start, end, h = segments[0, e], segments[1, e], segments[2, e], segments[3, e]
-        kept[e] = not _negligible(maxima, slot, max(start - 1, lo) - lo, min(end, lo + len(posterior) - 1) - lo,
-                                  floor)
-        if not kept[e]:
-            continue
-        low, high = hap_starts[h], hap_starts[h + 1]
-        i = low + np.searchsorted(hap_records[low:high], gap_first[start])
-        # gap `start`, where the left site may be another state's: its records one by one
-        while i < high and hap_records[i] < gap_first[start + 1]:
-            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
-            i += 1
-        # gaps start + 1 .. end - 1, both sites in the segment: the bulk, with no tests
-        while i < high and hap_records[i] < gap_first[end]:
-            _add_both(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, last)
-            i += 1
-        # gap `end`, where the right site may be another state's
-        while i < high and hap_records[i] < gap_first[end + 1]:
-            _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
-            i += 1
-        bits = hap_bits[h]  # the common records, likewise
-        _add_common(out_column, bits, common, common_first[start], common_first[start + 1], True, record_gap,
-                    weights, posterior, lo, slot, start, end, last)
-        _add_common(out_column, bits, common, common_first[start + 1], common_first[end], False, record_gap,
-                    weights, posterior, lo, slot, start, end, last)
-        _add_common(out_column, bits, common, common_first[end], common_first[end + 1], True, record_gap,
-                    weights, posterior, lo, slot, start, end, last)
-    if not kept.all():
-        kept_posterior = _kept_posterior(segments, kept, posterior, lo)
+        slot, h = segments[0, e], segments[3, e]
+        first, stop = max(segments[1, e] - lo, 0), min(segments[2, e] - lo, len(posterior))  # its rows
+        b = first // MAXIMA_BLOCK
+        while b * MAXIMA_BLOCK < stop:
+            if maxima[b, slot] < floor:
+                skipped = True
+                b += 1
+                continue
+            run_end = b + 1  # the run of blocks kept from b
+            while run_end * MAXIMA_BLOCK < stop and maxima[run_end, slot] >= floor:
+                run_end += 1
+            start, end = max(first, b * MAXIMA_BLOCK), min(stop, run_end * MAXIMA_BLOCK)
+            _add_state(untyped, posterior, lo, slot, h, start + lo, end + lo, last, out_column)
+            for j in range(start, end):
+                kept_posterior[j] += posterior[j, slot]
+            b = run_end
+    record_gap, weights, alt_major = untyped[2], untyped[1], untyped[6]
+    if skipped:
         for r in range(len(out_column)):
             left, right = _sides(record_gap[r], last)
             kept_share = (1 - weights[r]) * kept_posterior[left - lo] + weights[r] * kept_posterior[right - lo]
@@ -254,6 +235,34 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
                 out_column[r] /= kept_share
     for i in range(len(alt_major)):  # the sums were of REF: the states sum to 1 at each site
         out_column[alt_major[i]] = 1 - out_column[alt_major[i]]
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _add_state(untyped, posterior, lo, slot, h, start, end, last, out_column):
+    """Add the state's posterior (column `slot`), copying haplotype h over
+    typed sites [start, end), to the records whose minor allele h carries
+    in the gaps those sites bound: at gap `start` and gap `end` only the
+    site either side that lies in the span (the other may be another
+    state's), between them both."""
+    weights, record_gap, gap_first, hap_starts, hap_records, _, common, common_first, hap_bits = untyped[1:]
+    low, high = hap_starts[h], hap_starts[h + 1]
+    i = low + np.searchsorted(hap_records[low:high], gap_first[start])
+    while i < high and hap_records[i] < gap_first[start + 1]:
+        _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
+        i += 1
+    while i < high and hap_records[i] < gap_first[end]:  # the bulk, with no tests
+        _add_both(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, last)
+        i += 1
+    while i < high and hap_records[i] < gap_first[end + 1]:
+        _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
+        i += 1
+    bits = hap_bits[h]  # the common records, likewise
+    _add_common(out_column, bits, common, common_first[start], common_first[start + 1], True, record_gap,
+                weights, posterior, lo, slot, start, end, last)
+    _add_common(out_column, bits, common, common_first[start + 1], common_first[end], False, record_gap,
+                weights, posterior, lo, slot, start, end, last)
+    _add_common(out_column, bits, common, common_first[end], common_first[end + 1], True, record_gap,
+                weights, posterior, lo, slot, start, end, last)
 
 
 @nb.njit(cache=True, fastmath=FAST)
@@ -277,23 +286,3 @@ def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, we
             else:
                 _add_both(out_column, r, record_gap, weights, posterior, lo, slot, last)
             word &= word - np.uint64(1)
-
-
-@nb.njit(cache=True, fastmath=FAST)
-def _kept_posterior(segments, kept, posterior, lo):
-    """(rows,) the posterior at each row of `posterior` (typed sites lo ..)
-    of the states whose segment there is `kept`, walked down the kept
-    segments' columns. They hold a small part of the posterior, fewer
-    cells than the skipped segments of states kept elsewhere. Summing the
-    skipped ones instead (those, and a masked pass over every row for the
-    states skipped everywhere) took about half the untyped records' time
-    (see docs/results.md)."""
-    rows = posterior.shape[0]
-    out = np.zeros(rows, dtype=np.float32)
-    for e in range(segments.shape[1]):
-        if not kept[e]:
-            continue
-        slot = segments[0, e]
-        for j in range(max(segments[1, e], lo), min(segments[2, e], lo + rows)):
-            out[j - lo] += posterior[j - lo, slot]
-    return out
