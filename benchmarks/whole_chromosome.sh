@@ -32,7 +32,9 @@
 #        ROUNDS (default 1), THREADS (default 2), TOOLS (default "genimpute beagle minimac4"),
 #        SERIES (a 1 Mb series instance with a panel of at least PANEL_SAMPLES samples; default
 #        OUT_DIR/series.SEED.PANEL_SAMPLES, built by scale_build.sh with SEED, default 7, and
-#        SIMVENV, SHARED_SCALE as it reads them), FRESH, KEEP; Java's heap: JAVA_TOOL_OPTIONS
+#        SIMVENV, SHARED_SCALE as it reads them), FRESH, KEEP; Java's heap: JAVA_TOOL_OPTIONS;
+#        a real region instead of the series: SOURCE_PANEL, SOURCE_TARGETS (its targets at the array
+#        sites) and SOURCE_MAP (a PLINK map of its contig), all three; PANEL_SAMPLES is then the panel's
 #
 # At the full size (60 copies, 2,500 samples, 1,000 targets) the tiled
 # panel is about 0.2 GB bgzipped (12 GB of text, never on disk), each
@@ -55,21 +57,31 @@ tiler=$root/benchmarks/tiled_vcf.py
 cd "$out"
 source "$root/benchmarks/lib.sh"
 
-# The source: the series' 1 Mb instance, its panel cut to the first PANEL_SAMPLES samples if larger
-[[ -n ${SERIES:-} ]] || PANELS=$samples bash "$root/benchmarks/scale_build.sh" "${SEED:-7}" "$series"
-mapfile -t sizes < <(for f in "$series"/panel.*.vcf.gz; do f=${f##*/panel.}; echo "${f%.vcf.gz}"; done | sort -n)
-size=""
-for n in "${sizes[@]}"; do if ((n >= samples)); then size=$n; break; fi; done
-[[ -n $size ]] || { echo "no panel of at least $samples samples in $series (found: ${sizes[*]})" >&2; exit 1; }
-source_panel=$series/panel.$size.vcf.gz
-if ((size > samples)); then
-  source_panel=$out/source.$samples.vcf.gz
-  [[ -s $source_panel.tbi ]] || {
-    bcftools query -l "$series/panel.$size.vcf.gz" | sed -n "1,${samples}p" > "source.$samples.txt"
-    bcftools view -S "source.$samples.txt" -Ou "$series/panel.$size.vcf.gz" | bcftools view -c 1:minor -Ou |
-      bcftools +fill-tags -Oz -o "$source_panel" -- -t AF,MAF
-    tabix -f -p vcf "$source_panel"
-  }
+# The source: the series' 1 Mb instance, its panel cut to the first PANEL_SAMPLES samples if larger;
+# or a real region's files (SOURCE_PANEL, SOURCE_TARGETS, SOURCE_MAP), the map cut to the panel's span
+if [[ -n ${SOURCE_PANEL:-} ]]; then
+  source_panel=$SOURCE_PANEL source_map=$out/source.map
+  source_targets=${SOURCE_TARGETS:?with SOURCE_PANEL, set SOURCE_TARGETS and SOURCE_MAP}
+  samples=$(bcftools query -l "$source_panel" | wc -l)
+  read -r first_bp last_bp < <(bcftools query -f '%POS\n' "$source_panel" | awk 'NR == 1 {f = $1} END {print f, $1}')
+  awk -v f="$first_bp" -v l="$last_bp" '$4 >= f && $4 <= l' "${SOURCE_MAP:?}" > "$source_map.part"
+  if cmp -s "$source_map.part" "$source_map"; then rm "$source_map.part"; else mv "$source_map.part" "$source_map"; fi
+else
+  [[ -n ${SERIES:-} ]] || PANELS=$samples bash "$root/benchmarks/scale_build.sh" "${SEED:-7}" "$series"
+  mapfile -t sizes < <(for f in "$series"/panel.*.vcf.gz; do f=${f##*/panel.}; echo "${f%.vcf.gz}"; done | sort -n)
+  size=""
+  for n in "${sizes[@]}"; do if ((n >= samples)); then size=$n; break; fi; done
+  [[ -n $size ]] || { echo "no panel of at least $samples samples in $series (found: ${sizes[*]})" >&2; exit 1; }
+  source_panel=$series/panel.$size.vcf.gz source_targets=$series/targets.array.vcf.gz source_map=$series/const.map
+  if ((size > samples)); then
+    source_panel=$out/source.$samples.vcf.gz
+    [[ -s $source_panel.tbi ]] || {
+      bcftools query -l "$series/panel.$size.vcf.gz" | sed -n "1,${samples}p" > "source.$samples.txt"
+      bcftools view -S "source.$samples.txt" -Ou "$series/panel.$size.vcf.gz" | bcftools view -c 1:minor -Ou |
+        bcftools +fill-tags -Oz -o "$source_panel" -- -t AF,MAF
+      tabix -f -p vcf "$source_panel"
+    }
+  fi
 fi
 
 stamp() {  # stamp FILE... : what a tiled file is made from: the tiler's code, the copies, and the files
@@ -83,19 +95,19 @@ current() {  # current FILE STAMP : true if FILE is whole and was made from what
 job=$out/tiled.$samples.x$copies
 mkdir -p "$job"
 cd "$job"
-made=$(stamp "$source_panel" "$series/const.map")
+made=$(stamp "$source_panel" "$source_map")
 if ! current panel.vcf.gz.tbi "$made"; then
   echo "tiling $copies copies of $source_panel ..."
   rm -f ./*.made ./*.time ./*.code
-  python "$tiler" shift "$source_panel" "$series/const.map" > shift.txt
+  python "$tiler" shift "$source_panel" "$source_map" > shift.txt
   timed tile.panel python "$tiler" vcf "$source_panel" panel.vcf.gz "$copies" "$(< shift.txt)" --threads "$threads"
-  python "$tiler" map "$series/const.map" genetic.map "$copies" "$(< shift.txt)"
+  python "$tiler" map "$source_map" genetic.map "$copies" "$(< shift.txt)"
   echo "$made" > panel.vcf.gz.tbi.made
 fi
-made=$(stamp "$series/targets.array.vcf.gz" shift.txt)
+made=$(stamp "$source_targets" shift.txt)
 if ! current "targets.$cohort.vcf.gz.tbi" "$made"; then
   rm -f ./*."$cohort".*time ./*."$cohort".*code
-  python "$tiler" vcf "$series/targets.array.vcf.gz" "targets.$cohort.vcf.gz" "$copies" "$(< shift.txt)" \
+  python "$tiler" vcf "$source_targets" "targets.$cohort.vcf.gz" "$copies" "$(< shift.txt)" \
     --samples "$cohort" --threads "$threads"
   echo "$made" > "targets.$cohort.vcf.gz.tbi.made"
 fi
@@ -144,13 +156,16 @@ warmed() {  # warmed : genimpute's numba code compiled and cached before it is t
   local made; made=$(made_by genimpute)
   [[ -s warm.code && $(< warm.code) == "$made" ]] && return
   echo "compiling genimpute's code (not timed) ..."
+  # numba's cache of a function keeps the code it inlined from the functions it calls, and is kept while
+  # its own file is unchanged: a changed callee would go unseen, so the code is compiled afresh
+  find "$root/genimpute" -name '*.nb[ic]' -delete
   {
-    genimpute -q panel "$source_panel" --map "$series/const.map" --out warm.gpanel --threads "$threads" --force
-    python "$tiler" vcf "$series/targets.array.vcf.gz" warm.targets.vcf.gz 1 "$(< shift.txt)" --samples 20
+    genimpute -q panel "$source_panel" --map "$source_map" --out warm.gpanel --threads "$threads" --force
+    python "$tiler" vcf "$source_targets" warm.targets.vcf.gz 1 "$(< shift.txt)" --samples 20
     genimpute -q impute warm.targets.vcf.gz --ref warm.gpanel --format GT:DS --threads "$threads" \
       --out warm.vcf.gz --force
   } > warm.log 2>&1 || { echo "compiling failed; see $PWD/warm.log" >&2; exit 1; }
-  rm -f warm.gpanel warm.targets.vcf.gz* warm.vcf.gz*
+  rm -f warm.gpanel warm.targets.vcf.gz* warm.vcf.gz* warm.html
   echo "$made" > warm.code
 }
 
