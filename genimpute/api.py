@@ -25,13 +25,15 @@ ENGINES = ("auto", "copying", "model")
 
 def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path | list | None = None,
            model: str | Path | None = None, engine: str = "auto", genetic_map: str | Path | None = None,
-           region: str | None = None, fields: str = "GT:DS:GP", phaser: str | None = "auto",
-           validate_fraction: float | None = None, seed: int = 1, report: str | Path | None = None,
-           ne: float | None = None, batch_samples: int = 1000, device: str = "auto", force: bool = False,
-           html: bool = True, progress: bool = False) -> dict:
+           region: str | None = None, fields: str | None = None, bgen_bits: int | None = None,
+           bgen_unphased: bool = False, phaser: str | None = "auto", validate_fraction: float | None = None,
+           seed: int = 1, report: str | Path | None = None, ne: float | None = None, batch_samples: int = 1000,
+           device: str = "auto", force: bool = False, html: bool = True, progress: bool = False) -> dict:
     """Impute the untyped panel records of the `target` VCF into `out`
-    (default `<target name>.imputed.vcf.gz` in the working directory);
-    return the run's summary (records written, samples, seconds, ...).
+    (default `<target name>.imputed.vcf.gz` in the working directory), in
+    the format its name ends in: .vcf.gz, .bgen or .pgen, with an info
+    file beside it (OUT.info.gz); return the run's summary (records
+    written, samples, seconds, ...).
 
     ref: a panel, or a list of panels and shell patterns of them (one file
     per chromosome); with several, or `{chrom}` in `out` (one output per
@@ -40,7 +42,9 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     engine: "copying" (the copying engine over `ref`, no model), "model"
     (`model`'s backbone, window by window; default model: the pretrained
     one with `ref`, else $GENIMPUTE_MODEL), or "auto": copying when `ref`
-    is given without `model`. fields: the FORMAT fields, e.g. "GT:DS".
+    is given without `model`. fields: a VCF's FORMAT fields, e.g. "GT:DS"
+    (default GT:DS:GP). bgen_bits: a BGEN's bits per probability (default
+    8); bgen_unphased: a BGEN of genotype, not haplotype, probabilities.
     phaser: for an unphased target, "auto", "genimpute" (its own), "beagle", "shapeit4" or None
     (refuse). report: a TSV of every site's harmonisation, and beside it
     each sample's panel-duplicate decision. html: the QC page beside the
@@ -53,7 +57,8 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
 
     refs = [] if ref is None else [ref] if isinstance(ref, (str, Path)) else list(ref)
     out = out if out is not None else default_output(target)
-    options = _imputation_options(refs, model, engine, device, ne, fields)
+    options = _imputation_options(refs, model, engine, device, ne)
+    options["output"] = output_settings(out, fields, bgen_bits, bgen_unphased)
     settings = dict(validate_fraction=validate_fraction, seed=seed, phaser=phaser, batch_samples=batch_samples,
                     audit=report, genetic_map=read_once(genetic_map), html=html, **options)
     region = parse_region(region) if region else None
@@ -63,10 +68,26 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
                           progress=progress, **settings)
 
 
-def _imputation_options(refs: list, model, engine: str, device: str, ne: float | None, fields: str) -> dict:
-    """imputation.impute's model directory, device, engine settings and FORMAT for these options."""
-    from genimpute.config import CopyingSettings
+def output_settings(out, fields: str | None, bgen_bits: int | None, bgen_unphased: bool):
+    """The output's settings (genimpute.outputs), each refused where out's
+    format has no use for it."""
+    from genimpute.io.output_names import output_format
     from genimpute.io.vcf_writer import FormatFields
+    from genimpute.outputs import OutputSettings
+
+    kind = output_format(out)
+    if fields is not None and kind != "vcf":
+        raise InputError(f"--format: expected a .vcf.gz output (FORMAT fields are VCF's); found {out}")
+    if (bgen_bits is not None or bgen_unphased) and kind != "bgen":
+        raise InputError(f"--bgen-bits, --bgen-unphased: expected a .bgen output; found {out}")
+    if bgen_bits is not None and not 1 <= bgen_bits <= 32:
+        raise InputError(f"--bgen-bits: expected 1 to 32 bits per probability; found {bgen_bits}")
+    return OutputSettings(FormatFields.parse(fields or "GT:DS:GP"), bgen_bits or 8, not bgen_unphased)
+
+
+def _imputation_options(refs: list, model, engine: str, device: str, ne: float | None) -> dict:
+    """imputation.impute's model directory, device and engine settings for these options."""
+    from genimpute.config import CopyingSettings
     from genimpute.modeldir import PRETRAINED_DIR, default_model_dir
     from genimpute.runtime import check_device_name, require_torch
 
@@ -81,7 +102,7 @@ def _imputation_options(refs: list, model, engine: str, device: str, ne: float |
     if engine == "copying":
         copying = CopyingSettings() if ne is None else CopyingSettings(ne=ne)
     model_dir = Path(model) if model else PRETRAINED_DIR if refs else default_model_dir()
-    return dict(model_dir=model_dir, device=device, copying=copying, fields=FormatFields.parse(fields))
+    return dict(model_dir=model_dir, device=device, copying=copying)
 
 
 def default_output(target: str | Path) -> str:

@@ -227,7 +227,7 @@ def train(ctx, ref, array, genetic_map, init, resume, out, backbone, old_backbon
 
 _IMPUTE_SECTIONS = {
     "Inputs": ["ref", "model_dir", "genetic_map", "region"],
-    "Outputs": ["out", "fields", "audit", "no_html", "force"],
+    "Outputs": ["out", "fields", "bgen_bits", "bgen_unphased", "audit", "no_html", "force"],
     "Engine": ["engine", "ne", "phaser", "validate", "validate_fraction", "seed"],
     "Performance": ["batch_samples", "threads", "device"],
 }
@@ -243,9 +243,12 @@ _IMPUTE_SECTIONS = {
               help="Genetic map, PLINK or shapeit4 format [default: the model's, else 1 cM per Mb].")
 @click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based; see chunks).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Output .vcf.gz; with {chrom}, one per contig [default: <target>.imputed.vcf.gz here].")
-@click.option("--format", "fields", default="GT:DS:GP", show_default=True,
-              help="FORMAT fields: GT and any of DS, HDS, GP, in that order.")
+              help="Output .vcf.gz, .bgen or .pgen; with {chrom}, a VCF per contig [default: <target>.imputed.vcf.gz].")
+@click.option("--format", "fields", default=None,
+              help="VCF FORMAT fields: GT and any of DS, HDS, GP, in that order [default: GT:DS:GP].")
+@click.option("--bgen-bits", type=click.IntRange(1, 32), default=None, metavar="BITS",
+              help="Bits per probability in a .bgen output [default: 8].")
+@click.option("--bgen-unphased", is_flag=True, help="A .bgen output of genotype, not haplotype, probabilities.")
 @click.option("--audit", type=click.Path(dir_okay=False), default=None,
               help="TSV of each target record's harmonisation (match, swap, flip, ...), and FILE.samples.tsv.")
 @_alias("--report", "--audit", "old_audit")
@@ -266,17 +269,21 @@ _IMPUTE_SECTIONS = {
 @click.option("--device", default="auto", show_default=True, help=_DEVICE_HELP)
 @_threads_option
 @click.pass_context
-def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit, old_audit, no_html, force, engine, ne,
-           phaser, validate, validate_fraction, seed, batch_samples, device):
+def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, bgen_bits, bgen_unphased, audit, old_audit,
+           no_html, force, engine, ne, phaser, validate, validate_fraction, seed, batch_samples, device):
     """Impute the untyped panel variants of a TARGET VCF.
 
     TARGET's records are matched to the panel (swapped or strand-flipped
     alleles recoded, palindromic and mismatched ones dropped and listed by
-    --audit); an unphased TARGET is phased first (--phaser). The output is
-    an indexed bgzipped VCF of every panel record on TARGET's contigs, with
-    INFO AF, DR2 and IMP, and beside it a QC page (OUT.html: inputs, allele
-    frequencies against the panel, samples, DR2 by MAF bin). An output that
-    another run wrote meanwhile is never replaced without --force."""
+    --audit); an unphased TARGET is phased first (--phaser). The output
+    holds every panel record on TARGET's contigs, in the format its name
+    ends in: an indexed bgzipped VCF with INFO AF, DR2 and IMP (.vcf.gz),
+    BGEN v1.2 with .sample and .bgi (.bgen), or PLINK 2's .pgen, .pvar and
+    .psam (.pgen). Beside it go an info file (OUT.info.gz: AF, AvgCall and
+    DR2 of each record, as Minimac4 writes) and a QC page (OUT.html:
+    inputs, allele frequencies against the panel, samples, DR2 by MAF bin).
+    An output that another run wrote meanwhile is never replaced without
+    --force."""
     from genimpute.api import default_output
     from genimpute.api import impute as run_impute
 
@@ -286,7 +293,8 @@ def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, audit,
         raise click.BadParameter(f"expected a positive effective population size; found {ne}", param_hint="--ne")
     out = out or default_output(target)
     summary = _run(run_impute, target, out, ref=list(ref) or None, model=model_dir, engine=engine, genetic_map=genetic_map,
-                   region=region, fields=fields, phaser=None if phaser == "none" else phaser,
+                   region=region, fields=fields, bgen_bits=bgen_bits, bgen_unphased=bgen_unphased,
+                   phaser=None if phaser == "none" else phaser,
                    validate_fraction=validate_fraction if validate else None, seed=seed, report=audit or old_audit,
                    ne=ne, batch_samples=batch_samples, device=device, force=force, html=not no_html,
                    progress=ctx.obj["progress"])

@@ -10,8 +10,10 @@ single-contig run's. A contig no panel holds (chrY, MT, unplaced ones) is
 passed through as the target has it, with a warning. A contig split across
 files (a chrX shipped as PAR1, non-PAR and PAR2) is imputed from each file
 over the stretch between that file's first record and the next file's.
-Every piece is written to a scratch directory beside the output and the
-outputs are published only once every contig has succeeded.
+Every piece is written to a scratch directory beside the output, with
+its info file, and the outputs and theirs are published only once every
+contig has succeeded. Outputs are VCF: BGEN and PGEN are written by
+per-chromosome runs.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from pathlib import Path
 
 from genimpute.errors import GenimputeError, InputError
 from genimpute.imputation import OpenPanel, impute, open_reference
+from genimpute.io import info_file
 from genimpute.io.contigs import normalise_contig
+from genimpute.io.output_names import info_path, output_format
 from genimpute.io.scratch import publish, remove_stale_scratch, scratch_directory
 from genimpute.io.vcf_concat import concatenate
 from genimpute.io.vcf_reader import contig_spans as target_contig_spans
@@ -124,13 +128,17 @@ def impute_genome(target: str | Path, refs: list, out: str, region: Region | Non
     Returns {"contigs": a summary row per piece, "outputs": the files written}."""
     if options.get("audit") is not None:
         raise InputError("--audit: expected one panel; with several, run impute per panel for its audit")
+    if output_format(out) != "vcf":
+        raise InputError(f"--out: expected a .vcf.gz output for a genome-wide run (several --ref, a pattern, "
+                         f"or {CHROM_FIELD}); found {out} (for BGEN or PGEN, run impute per chromosome)")
     panels = expand_panels(refs)
     contigs = list(target_contig_spans(target))
     outputs = output_names(out, contigs)
     for path in set(outputs.values()):
         check_output_directory(path)
-        if Path(path).exists() and not force:
-            raise InputError(f"output {path}: exists; pass --force to overwrite")
+        for written in (Path(path), info_path(path)):
+            if written.exists() and not force:
+                raise InputError(f"output {written}: exists; pass --force to overwrite")
     pieces = plan_pieces(contigs, panels, region)
     _warn_unheld(pieces)
     directory = Path(next(iter(outputs.values()))).parent
@@ -217,8 +225,9 @@ def _run_piece(target, piece: Piece, opened: OpenPanel, out: Path, progress: boo
 
 
 def _assemble(pieces: list, scratch: Path, outputs: dict, force: bool, panels: list) -> list[str]:
-    """Publish each output from its pieces' files in `scratch` (renamed
-    where one piece makes it, else joined in the target's contig order)."""
+    """Publish each output and its info file from its pieces' files in
+    `scratch` (renamed where one piece makes it, else joined in the
+    target's contig order)."""
     by_output: dict = {}
     for i, piece in enumerate(pieces):
         by_output.setdefault(outputs[piece.contig], []).append(scratch / f"{i}.vcf.gz")
@@ -226,7 +235,9 @@ def _assemble(pieces: list, scratch: Path, outputs: dict, force: bool, panels: l
         if len(parts) == 1:
             publish(parts[0], path, force)
             publish(Path(f"{parts[0]}.tbi"), f"{path}.tbi", True)
+            publish(info_path(parts[0]), info_path(path), True)
         else:
             concatenate(parts, Path(path), force,
                         {"genimputeReference": ",".join(str(Path(p).resolve()) for p in panels)})
+            info_file.concatenate([info_path(part) for part in parts], info_path(path), True)
     return list(by_output)

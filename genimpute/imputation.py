@@ -1,8 +1,8 @@
 """Imputation of a target VCF, as a short run of named steps: read and
 harmonise the inputs, phase them if need be, choose the engine (the copying
 model, genimpute.copying_engine, or a model directory's backbone,
-genimpute.model_engine), and write every output record
-(genimpute.records)."""
+genimpute.model_engine), and write every output record (genimpute.records)
+in the output's format (genimpute.outputs)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ from genimpute.copying_engine import CopyingEngine, announce_compile
 from genimpute.errors import InputError
 from genimpute.identity import PanelMatches, report_samples_in_panel, sample_audit_path
 from genimpute.io.genetic_map import CM_PER_BP, GeneticMap
+from genimpute.io.output_names import info_path, output_files
 from genimpute.io.scratch import PHASE_SCRATCH, remove_stale_scratch
 from genimpute.io.vcf_reader import TargetData, read_target
-from genimpute.io.vcf_writer import FormatFields, VcfWriter, check_output_directory
+from genimpute.io.vcf_writer import check_output_directory
 from genimpute.model_engine import ModelEngine, ModelSource
+from genimpute.outputs import OutputSettings, run_output
 from genimpute.panel import Alignment, ReferencePanel, ShownSpool, align_target, is_compact, read_reference
 from genimpute.qc_report import page_path
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls, samples_per_batch
@@ -52,10 +54,11 @@ def impute(
     ref: str | Path | None = None,
     copying: CopyingSettings | None = None,
     batch_samples: int = 1000,
-    fields: FormatFields = FormatFields(),
+    output: OutputSettings = OutputSettings(),
     html: bool = True,
 ) -> dict:
-    """Impute every panel record the target does not type into `out`; return the run's summary.
+    """Impute every panel record the target does not type into `out` (.vcf.gz, .bgen or .pgen, and the info
+    file OUT.info.gz beside it); return the run's summary.
 
     The target is harmonised to the panel (genimpute.harmonise; `audit`: a
     TSV of every site's decision), phased first with `phaser` if unphased
@@ -65,10 +68,10 @@ def impute(
     model directory's. `region`: write only its records, with the values of
     a whole-contig run. `validate_fraction`: first estimate accuracy on that
     share of the typed sites, hidden. Samples go in batches of at most
-    `batch_samples` (the output does not depend on it); `fields`: FORMAT;
-    `html`: the QC page beside the output (genimpute.qc_report)."""
+    `batch_samples` (the output does not depend on it); `output`: the
+    format's settings; `html`: the QC page beside the output (genimpute.qc_report)."""
     started = time.monotonic()
-    _check_options(out, batch_samples, audit, force, page_path(out) if html else None)
+    written = _checked_output(out, output, batch_samples, audit, force, page_path(out) if html else None)
     if copying is not None:
         announce_compile()
     genetic_map = read_once(genetic_map)
@@ -85,16 +88,15 @@ def impute(
         meta = _header_meta(engine, ref, phased_by)
         validation = _validation(engine, validate_fraction, seed, in_region, meta)
         filled = engine.fill_missing(in_region)
-        records = CohortRecords(panel, target, aln, engine.typed_mask, filled, fields,
+        records = CohortRecords(panel, target, aln, engine.typed_mask, filled, written,
                                 samples_per_batch(batch_samples, windows))
-        with VcfWriter(out, force=force) as writer:
-            writer.write_header(target.samples, [c.name for c in header_contigs], meta, fields)
-            n_imputed = records.write(writer, contigs, region, in_region, windows, engine.probabilities, progress,
-                                      started)
-        summary = _summary(target, aln, matches, filled, writer.records, n_imputed, n_windows, validation, started)
+        n_records = records.count(contigs, region, in_region)
+        with written.open(target.samples, [c.name for c in header_contigs], meta, n_records):
+            n_imputed = records.write(contigs, region, in_region, windows, engine.probabilities, progress, started)
+        summary = _summary(target, aln, matches, filled, written.records, n_imputed, n_windows, validation, started)
         if html:
             write_run_page(page_path(out), panel, target, aln, samples, records.quality, meta, summary)
-        log.info("wrote %s: %d records (%d imputed) in %.1f s", out, writer.records, n_imputed, summary["seconds"])
+        log.info("wrote %s: %d records (%d imputed) in %.1f s", out, written.records, n_imputed, summary["seconds"])
         return summary
 
 
@@ -213,9 +215,14 @@ def _summary(target: TargetData, aln: Alignment, matches, filled: dict, records_
     }
 
 
-def _check_options(out, batch_samples: int, audit, force: bool, page: Path | None) -> None:
-    """Stop on what would fail only after the inputs are read."""
+def _checked_output(out, settings: OutputSettings, batch_samples: int, audit, force: bool, page: Path | None):
+    """The run's output (genimpute.outputs), having stopped on what would
+    fail only after the inputs are read."""
+    written = run_output(out, settings, force)
     check_output_directory(out)  # before the panel is read: its records are spooled there
+    for path in [*output_files(out), info_path(out)]:
+        if path.exists() and not force:
+            raise InputError(f"output {path}: exists; pass --force to overwrite")
     remove_stale_scratch(Path(out).parent, PHASE_SCRATCH)
     if batch_samples < 1:
         raise InputError(f"--batch-samples: expected a positive number of samples; found {batch_samples}")
@@ -224,6 +231,7 @@ def _check_options(out, batch_samples: int, audit, force: bool, page: Path | Non
             raise InputError(f"--audit: {report} exists; use --force to overwrite it")
     if page is not None and page.exists() and not force:
         raise InputError(f"{page} (the run's QC page) exists; use --force to overwrite it, or --no-html")
+    return written
 
 
 def _panel_with_map(source: ModelSource, genetic_map, copying: CopyingSettings | None) -> ReferencePanel:

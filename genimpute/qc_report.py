@@ -16,6 +16,7 @@ import pandas as pd
 
 from genimpute import run_plots
 from genimpute.harmonise import FLIP, FLIP_SWAP, SWAP
+from genimpute.io.output_names import output_stem
 from genimpute.io.scratch import write_whole
 from genimpute.run_facts import CHI2_OUTLIER
 
@@ -52,10 +53,9 @@ class RunReport:
 
 
 def page_path(out: str | Path) -> Path:
-    """The page beside an output: x.vcf.gz -> x.html."""
-    out = Path(out)
-    stem = out.name.removesuffix(".gz").removesuffix(".vcf").removesuffix(".bcf")
-    return out.with_name(f"{stem}.html")
+    """The page beside an output: x.vcf.gz, x.bgen or x.pgen -> x.html."""
+    stem = output_stem(out)
+    return stem.with_name(f"{stem.name}.html")
 
 
 def write_page(path: str | Path, report: RunReport) -> None:

@@ -1,8 +1,9 @@
 """The output records of an imputation, in order: each contig's panel
 records (typed and imputed) and the target's records the panel lacks,
-passed through; each batch of target samples formatted on its own, their
-columns joined record by record (genimpute.io.spool), and the INFO of the
-whole cohort."""
+passed through (those the output's format takes); each batch of target
+samples given its columns on its own by the output (genimpute.outputs),
+their columns joined record by record (genimpute.io.spool), and the INFO
+of the whole cohort."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tqdm import tqdm
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.spool import ColumnSpool
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData
-from genimpute.io.vcf_writer import ColumnText, DosageSums, FormatFields, VcfWriter, genotype_columns, info_values
+from genimpute.io.vcf_writer import DosageSums
 from genimpute.panel import Alignment, ReferencePanel
 
 log = logging.getLogger(__name__)
@@ -67,18 +68,17 @@ class _Chunk:
 
 @dataclass(frozen=True)
 class _Part:
-    """A chunk's output for one batch of samples: their columns and their
-    share of the INFO sums (None for passed-through records)."""
+    """A chunk's output for one batch of samples: their columns (the
+    output format's) and their share of the INFO sums."""
 
-    columns: ColumnText | None  # None once spooled
-    sums: DosageSums | None = None
-    missing_calls: np.ndarray | None = None  # (E,) typed calls without a call in the target, filled in
+    columns: object  # None once spooled
+    sums: DosageSums
+    missing_calls: np.ndarray | None = None  # (E,) typed calls without a call in the target, filled in; None if passed
 
     def __add__(self, other: _Part) -> _Part:
         """The INFO sums of both; the columns of neither (they are spooled)."""
-        if self.sums is None:
-            return self
-        return _Part(self.columns, self.sums + other.sums, self.missing_calls + other.missing_calls)
+        missing = None if self.missing_calls is None else self.missing_calls + other.missing_calls
+        return _Part(self.columns, self.sums + other.sums, missing)
 
 
 # about this many calls are formatted at once, whatever the cohort size
@@ -104,11 +104,12 @@ def _chunks(events: list, n_samples: int) -> list[_Chunk]:
 class _RecordFormatter:
     """Builds the output of chunks of records for one batch of target
     samples. `filled`: P(alt) of every target haplotype at typed records
-    with missing calls, by panel record; `fields`: the FORMAT of panel records."""
+    with missing calls, by panel record; `output`: the run's output
+    (genimpute.outputs), which makes the columns."""
 
     def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, filled: dict, samples: slice,
-                 fields: FormatFields):
-        self.panel, self.target, self.aln, self.filled, self.fields = panel, target, aln, filled, fields
+                 output):
+        self.panel, self.target, self.aln, self.filled, self.output = panel, target, aln, filled, output
         self.haplotypes = slice(2 * samples.start, 2 * samples.stop)
         haploid = aln.haploid()[:, samples]
         self.haploid = haploid.copy() if haploid.any() else None  # a view would keep every sample's alive
@@ -144,8 +145,8 @@ class _RecordFormatter:
         if haploid.any():  # a haploid call has its first haplotype alone
             present = np.ones(p.shape, dtype=bool)
             present[:, 1::2] = ~haploid
-        return _Part(genotype_columns(p[:, 0::2], p[:, 1::2], haploid if present is not None else None, self.fields),
-                     DosageSums.of(p, present), n_missing)
+        return _Part(self.output.columns(p, haploid if present is not None else None), DosageSums.of(p, present),
+                     n_missing)
 
     def _haploid_near(self, rows: np.ndarray) -> np.ndarray | None:
         """(V, B) ploidy of each sample at untyped records: as at the nearest
@@ -164,12 +165,11 @@ class _RecordFormatter:
         return self.haploid[nearest]
 
     def _passed(self, rows: np.ndarray) -> _Part:
-        t = self.target
-        alleles = t.alleles[rows][:, self.haplotypes]
-        text = np.where(alleles == MISSING, ".", alleles.astype(str)).astype(object)
-        separator = np.where(t.phased[rows], "|", "/").astype(object)[:, None]
-        columns = np.where(alleles[:, 1::2] == ABSENT, text[:, 0::2], text[:, 0::2] + separator + text[:, 1::2])
-        return _Part(ColumnText.from_rows(["\t".join(row) for row in columns.tolist()]))
+        """Passed-through records' columns, and the sums of their called
+        alleles (for the info file's ALT_Frq)."""
+        alleles = self.target.alleles[rows][:, self.haplotypes]
+        return _Part(self.output.passed_columns(alleles, self.target.phased[rows]),
+                     DosageSums.of((alleles == 1).astype(np.float32), alleles >= 0))
 
 
 def _fixed_columns(panel: ReferencePanel, target: TargetData, chunk: _Chunk, contig_name: str) -> list:
@@ -181,9 +181,7 @@ def _fixed_columns(panel: ReferencePanel, target: TargetData, chunk: _Chunk, con
             for i in chunk.rows.tolist()]
 
 
-
-
-def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
+def _write_chunks(output, spool: ColumnSpool | None, formatters: list, chunks: list, probabilities,
                   index_of_row: dict, fixed, batch_done=None, quality: WrittenQuality | None = None) -> None:
     """Write the records of `chunks`, each batch of samples formatted by
     its formatter from probabilities(batch) (U, 2B) at untyped records (not
@@ -197,7 +195,7 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
         for c, chunk in enumerate(chunks):
             part = formatter.part(chunk, probs, index_of_row)
             if spool is None:  # one batch: written at once
-                _write_chunk(writer, chunk, part, part.columns, fixed, formatter.fields, quality)
+                _write_chunk(output, chunk, part, part.columns, fixed, quality)
                 continue
             spool.put(part.columns)
             part = dataclasses.replace(part, columns=None)
@@ -207,18 +205,17 @@ def _write_chunks(writer: VcfWriter, spool: ColumnSpool | None, formatters: list
             batch_done()
     if spool is not None:
         for c, columns in enumerate(spool.joined(len(formatters))):
-            _write_chunk(writer, chunks[c], totals[c], columns, fixed, formatters[0].fields, quality)
+            _write_chunk(output, chunks[c], totals[c], columns, fixed, quality)
 
 
-def _write_chunk(writer: VcfWriter, chunk: _Chunk, total: _Part, columns: ColumnText, fixed,
-                 fields: FormatFields, quality: WrittenQuality | None = None) -> None:
-    """Write a chunk's records, with INFO from their sums over every sample
-    (AF and DR2 computed once, for the INFO and for `quality`)."""
+def _write_chunk(output, chunk: _Chunk, total: _Part, columns, fixed, quality: WrittenQuality | None = None) -> None:
+    """Write a chunk's records, with INFO and info lines from their sums
+    over every sample (AF and DR2 computed once, for those and for `quality`)."""
     if chunk.passed:
-        writer.write_records(fixed(chunk), ["."] * len(chunk.rows), "GT", columns)
+        output.write_passed(fixed(chunk), columns, total.sums.af())
         return
     af, dr2 = total.sums.af(), total.sums.r2()
-    writer.write_records(fixed(chunk), info_values(af, dr2, total.missing_calls, chunk.typed), str(fields), columns)
+    output.write_panel(fixed(chunk), columns, af, dr2, total.sums.avg_call(), total.missing_calls, chunk.typed)
     if quality is not None:
         quality.add(af, dr2, ~chunk.typed)
 
@@ -258,18 +255,15 @@ def contigs_in_target_order(panel: ReferencePanel, target: TargetData, aln: Alig
     return contigs
 
 
-def _events(panel, target, aln, contig: Contig, typed_mask) -> list[tuple[int, int, int]]:
-    """(position, kind, row) of every output record on one contig, sorted;
-    panel records come before passed-through target records at a position."""
+def _events(panel, target, contig: Contig, typed_mask, passed: list[int]) -> list[tuple[int, int, int]]:
+    """(position, kind, row) of every output record on one contig, sorted:
+    its panel records and the target records `passed`; panel records come
+    before passed-through target records at a position."""
     events = []
     if contig.panel_index is not None:
         rows = np.nonzero(panel.contig_index == contig.panel_index)[0]
         events += [(int(panel.positions[r]), _TYPED if typed_mask[r] else _IMPUTED, int(r)) for r in rows]
-    events += [
-        (int(target.records.positions[r]), _PASSED, int(r))
-        for r in aln.unmatched_rows
-        if normalise_contig(target.records.contigs[r]) == contig.key
-    ]
+    events += [(int(target.records.positions[r]), _PASSED, r) for r in passed]
     events.sort(key=lambda e: (e[0], e[1] == _PASSED))
     return events
 
@@ -323,54 +317,80 @@ class _Progress:
 class CohortRecords:
     """Writes the output records of a run, the target samples in batches of
     `batch_samples`: `filled`, P(alt) of every target haplotype at typed
-    records with missing calls, by panel record; `fields`, the FORMAT of
-    panel records."""
+    records with missing calls, by panel record; `output`, the run's output
+    (genimpute.outputs), not yet opened."""
 
     def __init__(self, panel: ReferencePanel, target: TargetData, aln: Alignment, typed_mask: np.ndarray,
-                 filled: dict, fields: FormatFields, batch_samples: int):
-        self.panel, self.target, self.aln, self.typed_mask = panel, target, aln, typed_mask
+                 filled: dict, output, batch_samples: int):
+        self.panel, self.target, self.aln, self.typed_mask, self.output = panel, target, aln, typed_mask, output
         self.quality = WrittenQuality()
-        self.formatters = [_RecordFormatter(panel, target, aln, filled, batch, fields)
+        self.formatters = [_RecordFormatter(panel, target, aln, filled, batch, output)
                            for batch in sample_batches(len(target.samples), batch_samples)]
         if len(self.formatters) > 1:
             log.info("%d target samples in %d batches of up to %d", len(target.samples), len(self.formatters),
                      batch_samples)
 
-    def write(self, writer: VcfWriter, contigs: list, region, in_region: np.ndarray, windows_by_contig: dict,
-              probabilities, progress: bool, started: float) -> int:
+    def _passed_rows(self, contig: Contig, region) -> tuple[list[int], list[int]]:
+        """(the target records of `contig` within `region` that the panel
+        lacks and the output takes, those it does not)."""
+        r = self.target.records
+        rows = [i for i in self.aln.unmatched_rows.tolist() if normalise_contig(r.contigs[i]) == contig.key
+                and (region is None or region.contains(contig.key, int(r.positions[i])))]
+        taken = [i for i in rows if self.output.takes(r.alts[i])]
+        return taken, [i for i in rows if not self.output.takes(r.alts[i])]
+
+    def count(self, contigs: list, region, in_region: np.ndarray) -> int:
+        """How many records write() will write (a PGEN is told before its
+        first); the target records the output leaves out are named in a warning."""
+        n_records, left_out = 0, []
+        for contig in contigs:
+            if contig.panel_index is not None:
+                n_records += int((in_region & (self.panel.contig_index == contig.panel_index)).sum())
+            taken, left = self._passed_rows(contig, region)
+            n_records += len(taken)
+            left_out += left
+        if left_out:
+            r, first = self.target.records, left_out[0]
+            log.warning("%s: %d target records the panel lacks are not biallelic and are left out (first: %s:%d "
+                        "%s>%s); a .vcf.gz output keeps them", self.output.path, len(left_out), r.contigs[first],
+                        r.positions[first], r.refs[first], r.alts[first])
+        return n_records
+
+    def write(self, contigs: list, region, in_region: np.ndarray, windows_by_contig: dict, probabilities,
+              progress: bool, started: float) -> int:
         """Write every output record of `contigs` (within `region`; in_region
-        (M,) its panel records), window by window, each batch of samples
-        imputed by probabilities(window, haplotypes); return the number of
-        imputed records written."""
+        (M,) its panel records) to the opened output, window by window, each
+        batch of samples imputed by probabilities(window, haplotypes); return
+        the number of imputed records written."""
         progress = _Progress(sum(len(w) for w in windows_by_contig.values()), len(self.formatters), progress, started)
-        spool = ColumnSpool(writer.path.parent) if len(self.formatters) > 1 else None
+        spool = ColumnSpool(self.output.path.parent) if len(self.formatters) > 1 else None
         try:
-            return sum(self._write_contig(writer, spool, contig, region, in_region,
-                                          windows_by_contig.get(contig.key, []), probabilities, progress)
+            return sum(self._write_contig(spool, contig, region, in_region, windows_by_contig.get(contig.key, []),
+                                          probabilities, progress)
                        for contig in contigs)
         finally:
             progress.bar.close()
             if spool is not None:
                 spool.close()
 
-    def _write_contig(self, writer, spool, contig: Contig, region, in_region, windows: list, probabilities,
+    def _write_contig(self, spool, contig: Contig, region, in_region, windows: list, probabilities,
                       progress: _Progress) -> int:
-        events = _events(self.panel, self.target, self.aln, contig, self.typed_mask)
+        events = _events(self.panel, self.target, contig, self.typed_mask, self._passed_rows(contig, region)[0])
         if region is not None:
             events = [e for e in events if region.contains(contig.key, e[0])]
         position_of_event = {e[2]: i for i, e in enumerate(events) if e[1] != _PASSED}
         fixed = partial(_fixed_columns, self.panel, self.target, contig_name=contig.name)
-        n_samples = len(self.target.samples)
+        n_samples, output = len(self.target.samples), self.output
         done = n_imputed = 0
         for window in windows:
             predicted = window.predicted
             written = predicted[in_region[predicted]]  # all of them unless the window straddles a region edge
             upto = position_of_event[int(written[-1])] + 1
-            _write_chunks(writer, spool, self.formatters, _chunks(events[done:upto], n_samples),
+            _write_chunks(output, spool, self.formatters, _chunks(events[done:upto], n_samples),
                           partial(probabilities, window), {r: i for i, r in enumerate(predicted.tolist())}, fixed,
                           progress.step, self.quality)
             done = upto
             n_imputed += len(written)
-        _write_chunks(writer, spool, self.formatters, _chunks(events[done:], n_samples), None, {}, fixed,
+        _write_chunks(output, spool, self.formatters, _chunks(events[done:], n_samples), None, {}, fixed,
                       quality=self.quality)
         return n_imputed

@@ -577,7 +577,8 @@ def test_a_vcf_panel_is_spooled_beside_the_output_for_the_run_only(tmp_path, mon
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)
-    assert sorted(p.name for p in out.parent.iterdir()) == ["imputed.html", "imputed.vcf.gz", "imputed.vcf.gz.tbi"]
+    assert sorted(p.name for p in out.parent.iterdir()) == [
+        "imputed.html", "imputed.info.gz", "imputed.vcf.gz", "imputed.vcf.gz.tbi"]
 
 
 def test_impute_refuses_a_missing_output_directory_before_reading_the_panel(tmp_path, monkeypatch):

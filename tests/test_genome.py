@@ -51,6 +51,11 @@ def test_each_contig_is_a_single_contig_run(genome):
     assert _body(genome / "all.vcf.gz") == "".join(_body(genome / f"imp.chr{c}.vcf.gz") for c in ("20", "21", "Y"))
     regions = run_tool(["tabix", "-l", str(genome / "all.vcf.gz")], check=True, capture_output=True, text=True)
     assert regions.stdout.split() == ["20", "21", "Y"]
+    info = {name: gzip.open(genome / f"{name}.info.gz", "rt").read().splitlines()
+            for name in ("imp.chr20", "imp.chr21", "imp.chrY", "single20", "all")}
+    assert info["imp.chr20"] == info["single20"]  # the info file of a single-contig run
+    assert info["all"] == info["imp.chr20"] + info["imp.chr21"][1:] + info["imp.chrY"][1:]
+    assert len(info["all"]) == 1 + _body(genome / "all.vcf.gz").count("\n")
 
 
 def test_a_contig_split_across_panel_files_is_imputed_whole(genome):

@@ -274,6 +274,14 @@ class ColumnText:
     def __len__(self) -> int:
         return len(self.ends)
 
+    def spooled(self) -> tuple[np.ndarray, np.ndarray]:
+        """The text, and the record ends restored() takes back (genimpute.io.spool)."""
+        return self.text, self.ends
+
+    @classmethod
+    def restored(cls, data: bytes, ends: np.ndarray) -> ColumnText:
+        return cls(np.frombuffer(data, dtype=np.uint8), ends)
+
     def pieces(self) -> list[memoryview]:
         """Each record's columns and newline, as views of the buffer (no copy)."""
         view = memoryview(self.text)
@@ -326,14 +334,15 @@ DR2_CERTAIN = 0.02
 
 @nb.njit(cache=True, parallel=True)
 def _dosage_sums(p, present):
-    """(alt, alt_squared, haplotypes, certain_alt, certain_alt_squared) (V,)
-    of DosageSums from p, present (V, H)."""
+    """(alt, alt_squared, haplotypes, certain_alt, certain_alt_squared,
+    likelier) (V,) of DosageSums from p, present (V, H)."""
     n_records, n_haplotypes = p.shape
     alt = np.zeros(n_records, dtype=np.int64)
     alt_squared = np.zeros(n_records, dtype=np.int64)
     count = np.zeros(n_records, dtype=np.int64)
     certain_alt = np.zeros(n_records, dtype=np.int64)
     certain_alt_squared = np.zeros(n_records, dtype=np.int64)
+    likelier = np.zeros(n_records, dtype=np.int64)
     for v in nb.prange(n_records):
         for h in range(n_haplotypes):
             if present[v, h]:
@@ -347,14 +356,16 @@ def _dosage_sums(p, present):
                 c += (1.0 - c) * (x > 1.0 - DR2_CERTAIN)
                 certain_alt[v] += np.int64(np.rint(c * _FIXED_ONE))
                 certain_alt_squared[v] += np.int64(np.rint(c * c * _FIXED_ONE))
-    return alt, alt_squared, count, certain_alt, certain_alt_squared
+                likelier[v] += np.int64(np.rint(max(x, 1.0 - x) * _FIXED_ONE))
+    return alt, alt_squared, count, certain_alt, certain_alt_squared, likelier
 
 
 @dataclass(frozen=True)
 class DosageSums:
-    """Per record, what INFO's AF and DR2 need from the haplotypes: their
-    alt probabilities p summed, p^2 summed, how many there are, and the
-    same two sums with p within DR2_CERTAIN of 0 or 1 counted as 0 or 1.
+    """Per record, what INFO's AF and DR2 and the info file's AvgCall need
+    from the haplotypes: their alt probabilities p summed, p^2 summed, how
+    many there are, the same two sums with p within DR2_CERTAIN of 0 or 1
+    counted as 0 or 1, and max(p, 1 - p) summed.
 
     The sums are integers (p in units of 2^-40, exact in int64 up to a
     million haplotypes), so they add up to the same totals in any order or
@@ -366,6 +377,7 @@ class DosageSums:
     haplotypes: np.ndarray  # (V,) int64
     certain_alt: np.ndarray  # (V,) int64, for DR2
     certain_alt_squared: np.ndarray  # (V,) int64, for DR2
+    likelier: np.ndarray  # (V,) int64, for AvgCall
 
     @classmethod
     def of(cls, p: np.ndarray, present: np.ndarray | None = None) -> DosageSums:
@@ -377,12 +389,19 @@ class DosageSums:
     def __add__(self, other: DosageSums) -> DosageSums:
         return DosageSums(self.alt + other.alt, self.alt_squared + other.alt_squared,
                           self.haplotypes + other.haplotypes, self.certain_alt + other.certain_alt,
-                          self.certain_alt_squared + other.certain_alt_squared)
+                          self.certain_alt_squared + other.certain_alt_squared, self.likelier + other.likelier)
 
     def af(self) -> np.ndarray:
         """(V,) estimated alt allele frequency: the mean of p."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.alt / _FIXED_ONE / self.haplotypes
+
+    def avg_call(self) -> np.ndarray:
+        """(V,) AvgCall, as Minimac4's info file has it: the mean of
+        max(p, 1 - p), the probability of the allele each haplotype more
+        likely carries."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.likelier / _FIXED_ONE / self.haplotypes
 
     def r2(self) -> np.ndarray:
         """(V,) DR2: the variance of p over haplotypes divided by AF * (1 -

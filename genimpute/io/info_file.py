@@ -1,0 +1,130 @@
+"""The info file written beside an imputed output (OUT.info.gz): one line
+per record, in the tab-separated layout Minimac4 and the Michigan
+Imputation Server write, which existing QC scripts filter on.
+
+Columns: SNP (the record's ID, or CHROM:POS:REF:ALT where it has none),
+REF(0), ALT(1), ALT_Frq (estimated ALT frequency), MAF (the lesser of
+ALT_Frq and 1 - ALT_Frq), AvgCall (the mean over haplotypes of the
+probability of the allele each more likely carries), Rsq (genimpute's
+DR2), Genotyped (Imputed; Genotyped: a panel record the target types;
+Typed_Only: a target record the panel lacks, passed through). Numbers have
+five decimals, as Minimac4 prints them; a value that does not apply or is
+unknown is "-", as AvgCall and Rsq of Typed_Only records are in Minimac4's
+file.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+from zlib_ng import gzip_ng
+
+from genimpute.errors import InputError
+from genimpute.io.bgen_writer import OutputFiles
+from genimpute.io.scratch import naming
+
+COLUMNS = ["SNP", "REF(0)", "ALT(1)", "ALT_Frq", "MAF", "AvgCall", "Rsq", "Genotyped"]
+HEADER = "\t".join(COLUMNS)
+KINDS = ("Imputed", "Genotyped", "Typed_Only")
+LEVEL = 6
+
+
+def _gzip(raw) -> gzip_ng.GzipFile:
+    """A gzip stream into the open file `raw` without a name or time in its
+    header: the same records give the same bytes whatever the temporary
+    file was called, and whenever written."""
+    return gzip_ng.GzipFile(filename="", mode="wb", compresslevel=LEVEL, fileobj=raw, mtime=0)
+
+
+def _number(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.5f}"
+
+
+def snp_names(contig: str, positions: list, ids: list[str], refs: list[str], alts: list[str]) -> list[str]:
+    """Each record's SNP: its ID, or CHROM:POS:REF:ALT where the ID is "."."""
+    return [i if i != "." else f"{contig}:{p}:{r}:{a}" for p, i, r, a in zip(positions, ids, refs, alts)]
+
+
+def info_lines(snps: list[str], refs: list[str], alts: list[str], af, avg_call, rsq, kind: list[str]) -> list[str]:
+    """One info line (no newline) per record; af, avg_call, rsq (V,)
+    floats (NaN: unknown); kind: each record's Imputed, Genotyped or
+    Typed_Only. A Typed_Only record's AvgCall and Rsq print as "-"."""
+    n_records = len(snps)
+    columns = [refs, alts, af, avg_call, rsq, kind]
+    if any(len(column) != n_records for column in columns):
+        raise InputError(f"info file: expected {n_records} values in each column; "
+                         f"found {', '.join(str(len(column)) for column in columns)}")
+    unknown = sorted(set(kind) - set(KINDS))
+    if unknown:
+        raise InputError(f"info file: expected kinds among {', '.join(KINDS)}; found {unknown[0]}")
+    lines = []
+    for snp, ref, alt, freq, call, r2, what in zip(snps, refs, alts, np.asarray(af, dtype=np.float64).tolist(),
+                                                   np.asarray(avg_call, dtype=np.float64).tolist(),
+                                                   np.asarray(rsq, dtype=np.float64).tolist(), kind):
+        typed_only = what == "Typed_Only"
+        lines.append("\t".join([snp, ref, alt, _number(freq), _number(min(freq, 1.0 - freq)),
+                                "-" if typed_only else _number(call), "-" if typed_only else _number(r2), what]))
+    return lines
+
+
+class InfoWriter:
+    """Context manager writing an info file (gzip) to a hidden temporary
+    file beside `path`; on a clean exit it is renamed to `path`, on an
+    error deleted."""
+
+    def __init__(self, path: str | Path, force: bool = False):
+        self.path = Path(path)
+        if not self.path.name.endswith(".info.gz"):
+            raise InputError(f"info file {self.path}: expected a name ending in .info.gz")
+        self.files = OutputFiles([self.path], force)
+        self.records = 0
+
+    def __enter__(self):
+        self.raw = open(self.files.temporary(self.path), "wb")
+        self.handle = _gzip(self.raw)
+        self._write([HEADER])
+        return self
+
+    def write(self, snps: list[str], refs: list[str], alts: list[str], af, avg_call, rsq, kind: list[str]) -> None:
+        """Append one line per record (info_lines' arguments)."""
+        self._write(info_lines(snps, refs, alts, af, avg_call, rsq, kind))
+        self.records += len(snps)
+
+    def _write(self, lines: list[str]) -> None:
+        if lines:
+            with naming(self.path):
+                self.handle.write(("\n".join(lines) + "\n").encode())
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            try:
+                with naming(self.path), self.raw:
+                    self.handle.close()
+            except OSError:  # a full disk fails the last block too: the first error is the one to report
+                if exc_type is None:
+                    raise
+            if exc_type is None:
+                self.files.publish()
+        finally:
+            self.files.discard()
+        return False
+
+
+def concatenate(parts: list[Path], path: str | Path, force: bool) -> None:
+    """Write `path`, the info file of the records of the info files `parts`
+    in turn (one header), published only when complete."""
+    path = Path(path)
+    files = OutputFiles([path], force)
+    try:
+        with naming(path), open(files.temporary(path), "wb") as raw, _gzip(raw) as out:
+            out.write(f"{HEADER}\n".encode())
+            for part in parts:
+                with gzip_ng.open(part, "rb") as handle:
+                    handle.readline()
+                    shutil.copyfileobj(handle, out)
+        files.publish()
+    finally:
+        files.discard()
