@@ -58,7 +58,7 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
     refs = [] if ref is None else [ref] if isinstance(ref, (str, Path)) else list(ref)
     out = out if out is not None else default_output(target)
     options = _imputation_options(refs, model, engine, device, ne)
-    options["output"] = output_settings(out, fields, bgen_bits, bgen_unphased)
+    options["output"] = _output_settings(out, fields, bgen_bits, bgen_unphased)
     settings = dict(validate_fraction=validate_fraction, seed=seed, phaser=phaser, batch_samples=batch_samples,
                     audit=report, genetic_map=read_once(genetic_map), html=html, **options)
     region = parse_region(region) if region else None
@@ -68,7 +68,7 @@ def impute(target: str | Path, out: str | Path | None = None, *, ref: str | Path
                           progress=progress, **settings)
 
 
-def output_settings(out, fields: str | None, bgen_bits: int | None, bgen_unphased: bool):
+def _output_settings(out, fields: str | None, bgen_bits: int | None, bgen_unphased: bool):
     """The output's settings (genimpute.outputs), each refused where out's
     format has no use for it."""
     from genimpute.io.output_names import output_format

@@ -1,7 +1,10 @@
 """BGEN, PGEN and info file outputs (genimpute.io.bgen_writer, pgen_writer,
 info_file) read back by tools no one here wrote: PLINK 2 (Debian's
 plink2), cbgen (BGEN) and pgenlib (PGEN), against the probabilities
-written, within each format's precision."""
+written, within each format's precision; then `genimpute impute --out
+x.bgen / x.pgen` against the same run's VCF: records, dosages, phase,
+ploidy, missing calls, the info file, byte-identical batches and threads,
+--region, the r2 of the bundled example, and the outputs refused."""
 
 from __future__ import annotations
 
