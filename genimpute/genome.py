@@ -13,7 +13,8 @@ over the stretch between that file's first record and the next file's.
 Every piece is written to a scratch directory beside the output, with
 its info file, and the outputs and theirs are published only once every
 contig has succeeded. Outputs are VCF: BGEN and PGEN are written by
-per-chromosome runs.
+per-chromosome runs. The run has one QC page (x.chr{chrom}.vcf.gz gives
+x.html), its pieces' reports joined.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from __future__ import annotations
 import contextlib
 import glob
 import logging
+import re
 import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from genimpute.errors import GenimputeError, InputError
 from genimpute.imputation import OpenPanel, impute, open_reference
@@ -36,7 +40,9 @@ from genimpute.io.vcf_concat import concatenate
 from genimpute.io.vcf_reader import contig_spans as target_contig_spans
 from genimpute.io.vcf_writer import check_output_directory
 from genimpute.panel import contig_names, contig_spans
+from genimpute.qc_report import page_path, write_page
 from genimpute.regions import Region
+from genimpute.run_page import combined_report
 
 log = logging.getLogger(__name__)
 
@@ -131,22 +137,36 @@ def impute_genome(target: str | Path, refs: list, out: str, region: Region | Non
     if output_format(out) != "vcf":
         raise InputError(f"--out: expected a .vcf.gz output for a genome-wide run (several --ref, a pattern, "
                          f"or {CHROM_FIELD}); found {out} (for BGEN or PGEN, run impute per chromosome)")
-    panels = expand_panels(refs)
+    started, panels = time.monotonic(), expand_panels(refs)
     contigs = list(target_contig_spans(target))
     outputs = output_names(out, contigs)
+    page = genome_page_path(out) if options.pop("html", True) else None
     for path in set(outputs.values()):
         check_output_directory(path)
-        for written in (Path(path), info_path(path)):
-            if written.exists() and not force:
-                raise InputError(f"output {written}: exists; pass --force to overwrite")
+        for written in (Path(path), info_path(path), page):
+            if written is not None and written.exists() and not force:
+                raise InputError(f"output {written}: exists; pass --force to overwrite" +
+                                 (" (or --no-html)" if written == page else ""))
     pieces = plan_pieces(contigs, panels, region)
     _warn_unheld(pieces)
     directory = Path(next(iter(outputs.values()))).parent
     remove_stale_scratch(directory, GENOME_SCRATCH)  # a killed run's pieces
+    reports = None if page is None else [None] * len(pieces)
     with _each_warning_once(), scratch_directory(directory, GENOME_SCRATCH) as scratch:
-        rows = _run_pieces(target, pieces, scratch, progress, options)
+        rows = _run_pieces(target, pieces, scratch, progress, options, reports)
         written = _assemble(pieces, scratch, outputs, force, panels)
+    if page is not None:
+        write_page(page, combined_report(reports, pd.DataFrame(rows), time.monotonic() - started))
+        log.info("QC page of the genome-wide run: %s", page)
     return {"contigs": rows, "outputs": written}
+
+
+def genome_page_path(out: str) -> Path:
+    """The QC page of a genome-wide run: beside its output (or outputs,
+    x.chr{chrom}.vcf.gz giving x.html)."""
+    path = Path(out)
+    name = re.sub(r"[._-]?(chr)?" + re.escape(CHROM_FIELD), "", path.name)
+    return page_path(path.with_name(name if not name.startswith(".") else "genome" + name))
 
 
 class _SeenWarnings(logging.Filter):
@@ -184,9 +204,11 @@ def _warn_unheld(pieces: list) -> None:
                     ", ".join(unheld))
 
 
-def _run_pieces(target, pieces: list, scratch: Path, progress: bool, options: dict) -> list[dict]:
+def _run_pieces(target, pieces: list, scratch: Path, progress: bool, options: dict,
+                reports: list | None) -> list[dict]:
     """Each piece imputed into scratch/N.vcf.gz, each panel read once (and
-    the contigs no panel holds passed through while the first is open)."""
+    the contigs no panel holds passed through while the first is open);
+    each piece's QC report put in reports[i], unless reports is None."""
     order = list(dict.fromkeys(p.panel for p in pieces if p.panel is not None))
     rows: list = [None] * len(pieces)
     for n, path in enumerate(order or [None]):
@@ -198,7 +220,11 @@ def _run_pieces(target, pieces: list, scratch: Path, progress: bool, options: di
                 raise type(exc)(f"contig {', '.join(held)}: {exc}") from exc
             for i, piece in enumerate(pieces):
                 if piece.panel == path or (n == 0 and piece.panel is None):
-                    rows[i] = _run_piece(target, piece, opened, scratch / f"{i}.vcf.gz", progress, options)
+                    sink = [] if reports is not None else None
+                    rows[i] = _run_piece(target, piece, opened, scratch / f"{i}.vcf.gz", progress,
+                                         {**options, "page_reports": sink})
+                    if sink:
+                        reports[i] = sink[0]
     return rows
 
 
@@ -212,7 +238,6 @@ def _open(path: str | None, scratch: Path, stack: contextlib.ExitStack, progress
 def _run_piece(target, piece: Piece, opened: OpenPanel, out: Path, progress: bool, options: dict) -> dict:
     started = time.monotonic()
     held = piece.panel is not None
-    # the QC page is one run's; a genome-wide page is not built yet
     settings = {**options, "html": False, **({} if held else {"validate_fraction": None})}
     try:
         summary = impute(target, out=out, ref=opened, region=piece.region, progress=progress, **settings)

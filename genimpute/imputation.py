@@ -33,7 +33,7 @@ from genimpute.qc_report import page_path
 from genimpute.records import CohortRecords, contigs_in_target_order, missing_calls, samples_per_batch
 from genimpute.regions import Region
 from genimpute.run_facts import sample_table
-from genimpute.run_page import write_run_page
+from genimpute.run_page import run_report, write_run_page
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ def impute(
     batch_samples: int = 1000,
     output: OutputSettings = OutputSettings(),
     html: bool = True,
+    page_reports: list | None = None,
 ) -> dict:
     """Impute every panel record the target does not type into `out` (.vcf.gz, .bgen or .pgen, and the info
     file OUT.info.gz beside it); return the run's summary.
@@ -69,7 +70,7 @@ def impute(
     a whole-contig run. `validate_fraction`: first estimate accuracy on that
     share of the typed sites, hidden. Samples go in batches of at most
     `batch_samples` (the output does not depend on it); `output`: the
-    format's settings; `html`: the QC page beside the output (genimpute.qc_report)."""
+    format's settings; `html`: the QC page beside the output (genimpute.qc_report); `page_reports`: _page's."""
     started = time.monotonic()
     written = _checked_output(out, output, batch_samples, audit, force, page_path(out) if html else None)
     if copying is not None:
@@ -94,10 +95,19 @@ def impute(
         with written.open(target.samples, [c.name for c in header_contigs], meta, n_records):
             n_imputed = records.write(contigs, region, in_region, windows, engine.probabilities, progress, started)
         summary = _summary(target, aln, matches, filled, written.records, n_imputed, n_windows, validation, started)
-        if html:
-            write_run_page(page_path(out), panel, target, aln, samples, records.quality, meta, summary)
+        _page(out, html, page_reports, region, panel, target, aln, samples, records.quality, meta, summary)
         log.info("wrote %s: %d records (%d imputed) in %.1f s", out, written.records, n_imputed, summary["seconds"])
         return summary
+
+
+def _page(out, html: bool, page_reports: list | None, region, *facts) -> None:
+    """The run's QC page beside `out`; or, given `page_reports`, the page's
+    report appended to it (a genome-wide run's one page joins its pieces');
+    facts: run_page.run_report's."""
+    if page_reports is not None:
+        page_reports.append(run_report(*facts, region))
+    elif html:
+        write_run_page(page_path(out), *facts, region)
 
 
 def _windows(engine, contigs: list, in_region: np.ndarray, target: TargetData, aln: Alignment) -> tuple[dict, int]:

@@ -50,6 +50,7 @@ class RunReport:
     quality: pd.DataFrame
     counts: dict = field(default_factory=dict)
     validation: dict | None = None
+    pieces: pd.DataFrame | None = None  # a genome-wide run's single-panel runs, one row each
 
 
 def page_path(out: str | Path) -> Path:
@@ -97,7 +98,8 @@ def _figure(key: str, svg: str, caption: str) -> str:
 def _run_section(report: RunReport) -> str:
     rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
                    for k, v in report.provenance.items())
-    return _section("run", "The run", f'<table data-table="provenance">{rows}</table>')
+    pieces = "" if report.pieces is None else "<h3>Contigs, one run each</h3>" + _table(report.pieces, "pieces", "{:.2f}")
+    return _section("run", "The run", f'<table data-table="provenance">{rows}</table>', pieces)
 
 
 def _inputs_section(report: RunReport) -> str:

@@ -62,7 +62,9 @@ def allele_frequencies(haplotypes: np.ndarray, panel_af: np.ndarray, n_panel_hap
 def sample_table(haplotypes: np.ndarray, samples: list) -> pd.DataFrame:
     """Per sample: the share of typed sites called, the share of its diploid
     calls heterozygous, the share of its calls haploid, and how many of its
-    alleles are called (half-missing calls included)."""
+    alleles are called (half-missing calls included); with the counts they
+    come from (SAMPLE_COUNTS), so that the tables of several runs add up
+    (combined_sample_tables)."""
     n = len(samples)
     called, het, diploid, haploid, alleles = (np.zeros(n, np.int64) for _ in range(5))
     for start in range(0, len(haplotypes), _ROWS_PER_BLOCK):
@@ -75,14 +77,30 @@ def sample_table(haplotypes: np.ndarray, samples: list) -> pd.DataFrame:
         het += (is_diploid & (first != second)).sum(axis=0)
         haploid += is_haploid.sum(axis=0)
         alleles += (first >= 0).sum(axis=0) + (second >= 0).sum(axis=0)
-    sites = max(len(haplotypes), 1)
+    counts = pd.DataFrame({"sites": np.full(n, len(haplotypes), np.int64), "called": called, "diploid": diploid,
+                           "het": het, "haploid": haploid, "alleles_called": alleles})
+    return _with_rates(samples, counts)
+
+
+SAMPLE_COUNTS = ("sites", "called", "diploid", "het", "haploid", "alleles_called")
+
+
+def _with_rates(samples: list, counts: pd.DataFrame) -> pd.DataFrame:
+    n, c = len(samples), counts
     return pd.DataFrame({
         "sample": samples,
-        "call_rate": called / sites,
-        "heterozygosity": np.divide(het, diploid, out=np.full(n, np.nan), where=diploid > 0),
-        "haploid_share": np.divide(haploid, called, out=np.zeros(n), where=called > 0),
-        "alleles_called": alleles,
+        "call_rate": c["called"] / np.maximum(c["sites"], 1),
+        "heterozygosity": np.divide(c["het"], c["diploid"], out=np.full(n, np.nan), where=c["diploid"] > 0),
+        "haploid_share": np.divide(c["haploid"], c["called"], out=np.zeros(n), where=c["called"] > 0),
+        **{column: c[column].to_numpy() for column in SAMPLE_COUNTS},
     })
+
+
+def combined_sample_tables(tables: list) -> pd.DataFrame:
+    """The sample table of several runs over the same samples (the contigs
+    of a genome-wide run): their counts summed, the shares from the sums."""
+    counts = sum(table[list(SAMPLE_COUNTS)].to_numpy() for table in tables)
+    return _with_rates(list(tables[0]["sample"]), pd.DataFrame(counts, columns=list(SAMPLE_COUNTS)))
 
 
 def flagged_samples(table: pd.DataFrame, min_call_rate: float = 0.9, spread: float = 4.0) -> pd.DataFrame:
@@ -93,7 +111,8 @@ def flagged_samples(table: pd.DataFrame, min_call_rate: float = 0.9, spread: flo
     mad = np.nanmedian(np.abs(het - centre)) * 1.4826 if np.isfinite(het).any() else 0.0
     far = np.abs(het - centre) > spread * mad if mad > 0 else np.zeros(len(het), bool)
     why = np.where(table["call_rate"] < min_call_rate, "low call rate", np.where(far, "heterozygosity", ""))
-    return table.assign(flag=why)[why != ""]
+    shown = table[["sample", "call_rate", "heterozygosity", "haploid_share"]]
+    return shown.assign(flag=why)[why != ""]
 
 
 def quality_by_maf(af: np.ndarray, dr2: np.ndarray, imputed: np.ndarray) -> pd.DataFrame:
@@ -109,3 +128,26 @@ def quality_by_maf(af: np.ndarray, dr2: np.ndarray, imputed: np.ndarray) -> pd.D
         rows.append([label, int(inside.sum()), float(values.mean()) if len(values) else np.nan, *shares])
     return pd.DataFrame(rows, columns=["maf_bin", "records", "mean_dr2",
                                        *[f"share_dr2_{t:g}" for t in DR2_KEPT]])
+
+
+def combined_decision_tables(tables: list) -> pd.DataFrame:
+    """decision_table of several runs, a contig's rows summed (a contig
+    imputed in pieces, as a chrX shipped as PAR and non-PAR files)."""
+    joined = pd.concat(tables, ignore_index=True).fillna(0)
+    order = list(dict.fromkeys(joined["contig"]))
+    summed = joined.groupby("contig", sort=False).sum().astype(int).loc[order]
+    return summed.reset_index()
+
+
+def combined_quality(tables: list) -> pd.DataFrame:
+    """quality_by_maf of several runs over other records: counts summed,
+    the mean DR2 and the shares kept weighted by each run's records."""
+    joined = pd.concat(tables, ignore_index=True)
+    rows = []
+    for label, group in joined.groupby("maf_bin", sort=False):
+        records = int(group["records"].sum())
+        weights = group["records"].to_numpy(dtype=np.float64)
+        means = [float(np.average(group[c].fillna(0), weights=weights)) if records else np.nan
+                 for c in group.columns[2:]]
+        rows.append([label, records, *means])
+    return pd.DataFrame(rows, columns=list(joined.columns))

@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 import vcf_edit
+from genome_example import make_genome_example
 from paths import DATA, PANEL, TARGET_PHASED, TARGET_TRUTH
 from playwright.sync_api import sync_playwright
 from tools import require
@@ -126,3 +127,46 @@ def test_evaluate_writes_a_page_that_renders_its_tables_and_figures(browser, tmp
     shown = page.locator('[data-table="overall"]').inner_text()
     for tool, row in overall.items():
         assert tool in shown and f"{row['aggregate_r2']:.4f}" in shown
+
+
+def test_a_genome_wide_run_has_one_page_counting_every_contig_once(browser, tmp_path):
+    require("bcftools")
+    genome = make_genome_example(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "genimpute", "-q", "impute", "target.vcf.gz", "--ref",
+                             "panel.chr*.vcf.gz", "--out", "imp.chr{chrom}.vcf.gz"],
+                            capture_output=True, text=True, cwd=genome)
+    assert result.returncode == 0, result.stderr
+    assert not list(genome.glob("imp.chr*.html"))  # one page for the run, not one per contig
+    page = _open(browser, genome / "imp.html", tmp_path / "genome.png")
+    for section in SECTIONS:
+        box = page.locator(f"#{section}").bounding_box()
+        assert box and box["height"] > 50, section
+    for figure in FIGURES:
+        box = page.locator(f'[data-figure="{figure}"] svg').bounding_box()
+        assert box and box["height"] > 100, figure
+    written = {c: _records(genome / f"imp.chr{c}.vcf.gz") for c in ("20", "21", "Y")}
+    assert int(_count(page, "records_written")) == sum(written.values())
+    assert int(_count(page, "records")) == _records(genome / "target.vcf.gz")  # each target record once
+    assert _count(page, "samples") == "10"
+    pieces = page.locator('[data-table="pieces"]').inner_text()
+    assert all(contig in pieces for contig in ("20", "21", "Y"))
+    single = tmp_path / "single20.vcf.gz"
+    _impute(genome / "target20.vcf.gz", single)
+    alone = _open(browser, tmp_path / "single20.html", tmp_path / "single20.png")
+    assert _count(alone, "used") == _decisions_row(page, "20")["used"]
+
+
+def _records(path) -> int:
+    return int(subprocess.run(["bcftools", "index", "-n", str(path)], capture_output=True, text=True,
+                              check=True).stdout)
+
+
+def _decisions_row(page, contig: str) -> dict:
+    """The decisions table's row of a contig, by column name."""
+    table = page.locator('[data-table="decisions"]')
+    header = table.locator("tr").first.inner_text().split("\t")
+    for row in table.locator("tr").all()[1:]:
+        cells = row.inner_text().split("\t")
+        if cells[0].strip() == contig:
+            return dict(zip((h.strip() for h in header), (c.strip() for c in cells)))
+    raise AssertionError(f"no row for contig {contig}")
