@@ -58,19 +58,16 @@ def impute(
     html: bool = True,
     page_reports: list | None = None,
 ) -> dict:
-    """Impute every panel record the target does not type into `out` (.vcf.gz, .bgen or .pgen, and the info
-    file OUT.info.gz beside it); return the run's summary.
+    """Impute every panel record the target does not type into `out`; return the run's summary.
 
-    The target is harmonised to the panel (genimpute.harmonise; `audit`: a
-    TSV of every site's decision), phased first with `phaser` if unphased
-    (None: refuse), its samples found in the panel kept from copying
-    themselves (genimpute.identity). `copying`: the copying engine with those
-    settings, else the model directory's backbone; `ref`: the panel, else the
-    model directory's. `region`: write only its records, with the values of
-    a whole-contig run. `validate_fraction`: first estimate accuracy on that
-    share of the typed sites, hidden. Samples go in batches of at most
-    `batch_samples` (the output does not depend on it); `output`: the
-    format's settings; `html`: the QC page beside the output (genimpute.qc_report); `page_reports`: _page's."""
+    The target is harmonised to the panel (genimpute.harmonise; `audit`: a TSV of every site's decision),
+    phased first with `phaser` if unphased (None: refuse), its samples found in the panel kept from copying
+    themselves (genimpute.identity). `copying`: the copying engine with those settings, else the model
+    directory's backbone; `ref`: the panel, else the model directory's. `region`: write only its records,
+    with the values of a whole-contig run. `validate_fraction`: first estimate accuracy on that share of the
+    typed sites, hidden. Samples go in batches of at most `batch_samples` (the output does not depend on
+    it); `output`: the settings of out's format (.vcf.gz, .bgen or .pgen, with an info file beside it);
+    `html`: the QC page beside the output (genimpute.qc_report); `page_reports`: _page's."""
     started = time.monotonic()
     written = _checked_output(out, output, batch_samples, audit, force, page_path(out) if html else None)
     if copying is not None:
@@ -91,9 +88,8 @@ def impute(
         filled = engine.fill_missing(in_region)
         records = CohortRecords(panel, target, aln, engine.typed_mask, filled, written,
                                 samples_per_batch(batch_samples, windows))
-        n_records = records.count(contigs, region, in_region)
-        with written.open(target.samples, [c.name for c in header_contigs], meta, n_records):
-            n_imputed = records.write(contigs, region, in_region, windows, engine.probabilities, progress, started)
+        n_imputed = records.write([c.name for c in header_contigs], meta, contigs, region, in_region, windows,
+                                  engine.probabilities, progress, started)
         summary = _summary(target, aln, matches, filled, written.records, n_imputed, n_windows, validation, started)
         _page(out, html, page_reports, region, panel, target, aln, samples, records.quality, meta, summary)
         log.info("wrote %s: %d records (%d imputed) in %.1f s", out, written.records, n_imputed, summary["seconds"])

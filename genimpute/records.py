@@ -356,18 +356,21 @@ class CohortRecords:
                         r.positions[first], r.refs[first], r.alts[first])
         return n_records
 
-    def write(self, contigs: list, region, in_region: np.ndarray, windows_by_contig: dict, probabilities,
-              progress: bool, started: float) -> int:
-        """Write every output record of `contigs` (within `region`; in_region
-        (M,) its panel records) to the opened output, window by window, each
+    def write(self, header_contigs: list[str], meta: dict, contigs: list, region, in_region: np.ndarray,
+              windows_by_contig: dict, probabilities, progress: bool, started: float) -> int:
+        """Open the output (header_contigs, meta: its header's contig names
+        and provenance) and write every output record of `contigs` (within
+        `region`; in_region (M,) its panel records), window by window, each
         batch of samples imputed by probabilities(window, haplotypes); return
         the number of imputed records written."""
+        n_records = self.count(contigs, region, in_region)
         progress = _Progress(sum(len(w) for w in windows_by_contig.values()), len(self.formatters), progress, started)
         spool = ColumnSpool(self.output.path.parent) if len(self.formatters) > 1 else None
         try:
-            return sum(self._write_contig(spool, contig, region, in_region, windows_by_contig.get(contig.key, []),
-                                          probabilities, progress)
-                       for contig in contigs)
+            with self.output.open(self.target.samples, header_contigs, meta, n_records):
+                return sum(self._write_contig(spool, contig, region, in_region, windows_by_contig.get(contig.key, []),
+                                              probabilities, progress)
+                           for contig in contigs)
         finally:
             progress.bar.close()
             if spool is not None:
