@@ -2,14 +2,15 @@
 # Install the Debian packages genimpute's tests, benchmarks and quickstart
 # call that are not on PATH yet: bcftools and tabix (reading outputs back),
 # beagle and shapeit4 (phasing unphased targets), minimac4 (the benchmark
-# command), shellcheck (the shell scripts' test), GNU time (the benchmarks'
-# helpers), slurm-wlm and munge (the workflow's test on a local SLURM node),
+# command), plink2 (reading BGEN and PGEN outputs back), shellcheck (the
+# shell scripts' test), GNU time (the benchmarks' helpers), slurm-wlm and
+# munge (the workflow's test on a local SLURM node),
 # chromium (the QC page's test opens it in a real browser),
 # python3-venv (Debian's python3 lacks the venv module without it).
 # Installing needs root; without it, the missing packages are named.
 set -euo pipefail
 missing=()
-for tool in bcftools tabix beagle minimac4 shapeit4 shellcheck; do
+for tool in bcftools tabix beagle minimac4 shapeit4 plink2 shellcheck; do
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
 [ -x /usr/bin/time ] || missing+=(time)  # `command -v time` finds the shell's keyword
