@@ -148,7 +148,7 @@ checked() {  # checked OUTPUT : print the FORMAT of its first 1,000 records, the
   fields=$(set +o pipefail; bgzip -dc "$1" | awk '!/^#/ {seen[$9]; if (++n == 1000) exit} END {
     for (f in seen) printf "%s ", f}')
   printf '    %s: FORMAT %s\n' "$1" "$fields"
-  [[ -n ${KEEP:-} ]] || rm -f "$1" "$1".tbi "$1".csi
+  [[ -n ${KEEP:-} ]] || rm -f "$1" "$1".tbi "$1".csi "${1%.vcf.gz}.info.gz"
 }
 
 warmed() {  # warmed : genimpute's numba code compiled and cached before it is timed (once per code version:
