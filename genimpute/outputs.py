@@ -26,7 +26,14 @@ from genimpute.io.info_file import InfoWriter, snp_names
 from genimpute.io.output_names import info_path, output_format
 from genimpute.io.pgen_writer import PgenWriter
 from genimpute.io.vcf_reader import ABSENT, MISSING
-from genimpute.io.vcf_writer import ColumnText, FormatFields, VcfWriter, genotype_columns, info_values
+from genimpute.io.vcf_writer import (
+    ColumnText,
+    DosageSums,
+    FormatFields,
+    VcfWriter,
+    genotype_columns,
+    info_values,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,26 +84,27 @@ class _Output(abc.ABC):
         their allele indices (V, 2B), phased (V,) as the target has them."""
         return Calls.of_alleles(alleles, phased)
 
-    def write_panel(self, fixed: list, columns, af: np.ndarray, dr2: np.ndarray, avg_call: np.ndarray,
-                    missing_calls: np.ndarray, typed: np.ndarray) -> None:
+    def write_panel(self, fixed: list, columns, sums: DosageSums, missing_calls: np.ndarray,
+                    typed: np.ndarray) -> None:
         """Write panel records (fixed: [CHROM, POS, ID, REF, ALT] each) and
         their info lines, from the sums over every sample."""
+        af, dr2 = sums.af(), sums.r2()
         self._records(fixed, info_values(af, dr2, missing_calls, typed), columns, passed=False)
-        self._info(fixed, af, avg_call, dr2, np.where(typed, "Genotyped", "Imputed").tolist())
+        self._info(fixed, af, sums.avg_call(), dr2, np.where(typed, "Genotyped", "Imputed").tolist(), sums)
 
-    def write_passed(self, fixed: list, columns, af: np.ndarray) -> None:
+    def write_passed(self, fixed: list, columns, sums: DosageSums) -> None:
         """Write passed-through target records and their info lines
         (ALT_Frq unknown where the record is not biallelic)."""
         self._records(fixed, ["."] * len(fixed), columns, passed=True)
-        af = np.where([_biallelic(f[4]) for f in fixed], af, np.nan)
+        af = np.where([_biallelic(f[4]) for f in fixed], sums.af(), np.nan)
         unknown = np.full(len(fixed), np.nan)
-        self._info(fixed, af, unknown, unknown, ["Typed_Only"] * len(fixed))
+        self._info(fixed, af, unknown, unknown, ["Typed_Only"] * len(fixed), sums)
 
-    def _info(self, fixed: list, af, avg_call, rsq, kinds: list[str]) -> None:
+    def _info(self, fixed: list, af, avg_call, rsq, kinds: list[str], sums: DosageSums) -> None:
         if fixed:
             _, positions, ids, refs, alts = zip(*fixed)
             self.info.write(snp_names(fixed[0][0], positions, ids, refs, alts), list(refs), list(alts), af,
-                            avg_call, rsq, kinds)
+                            avg_call, rsq, kinds, sums.columns())
 
     @abc.abstractmethod
     def _writer(self, samples: list[str], contigs: list[str], meta: dict, n_records: int):

@@ -210,14 +210,13 @@ def _write_chunks(output, spool: ColumnSpool | None, formatters: list, chunks: l
 
 def _write_chunk(output, chunk: _Chunk, total: _Part, columns, fixed, quality: WrittenQuality | None = None) -> None:
     """Write a chunk's records, with INFO and info lines from their sums
-    over every sample (AF and DR2 computed once, for those and for `quality`)."""
+    over every sample (and their AF and DR2 to `quality`)."""
     if chunk.passed:
-        output.write_passed(fixed(chunk), columns, total.sums.af())
+        output.write_passed(fixed(chunk), columns, total.sums)
         return
-    af, dr2 = total.sums.af(), total.sums.r2()
-    output.write_panel(fixed(chunk), columns, af, dr2, total.sums.avg_call(), total.missing_calls, chunk.typed)
+    output.write_panel(fixed(chunk), columns, total.sums, total.missing_calls, chunk.typed)
     if quality is not None:
-        quality.add(af, dr2, ~chunk.typed)
+        quality.add(total.sums.af(), total.sums.r2(), ~chunk.typed)
 
 
 class WrittenQuality:

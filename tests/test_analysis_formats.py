@@ -30,6 +30,7 @@ from genimpute.io.bgen_writer import BgenWriter, probability_blocks
 from genimpute.io.info_file import HEADER, InfoWriter, info_lines
 from genimpute.io.output_names import info_path
 from genimpute.io.pgen_writer import PgenWriter
+from genimpute.io.vcf_writer import DosageSums
 from genimpute.metrics import pooled_r2
 
 N_RECORDS, N_SAMPLES = 200, 50
@@ -333,7 +334,7 @@ def _fail_inside(writer) -> None:
     with pytest.raises(RuntimeError, match="stopped"), writer as opened:
         if isinstance(opened, InfoWriter):
             opened.write(IDS, REFS, ALTS, np.zeros(N_RECORDS), np.ones(N_RECORDS), np.ones(N_RECORDS),
-                         ["Imputed"] * N_RECORDS)
+                         ["Imputed"] * N_RECORDS, np.zeros((N_RECORDS, 6)))
         else:
             opened.write_variants("20", POSITIONS, IDS, REFS, ALTS, p1, p2, haploid)
         raise RuntimeError("stopped")
@@ -361,13 +362,14 @@ def test_an_existing_output_is_kept_without_force(tmp_path):
 
 def test_info_lines_as_minimac4_prints_them():
     lines = info_lines(["rs1", "rs2", "rs3"], ["A", "C", "G"], ["T", "T", "A"], [0.25, 0.8, 0.5],
-                       [0.9, 0.95123456, 1.0], [0.5, 0.1234567, 0.9], ["Imputed", "Genotyped", "Typed_Only"])
-    assert lines == ["rs1\tA\tT\t0.25000\t0.25000\t0.90000\t0.50000\tImputed",
-                     "rs2\tC\tT\t0.80000\t0.20000\t0.95123\t0.12346\tGenotyped",
-                     "rs3\tG\tA\t0.50000\t0.50000\t-\t-\tTyped_Only"]
-    assert HEADER == "SNP\tREF(0)\tALT(1)\tALT_Frq\tMAF\tAvgCall\tRsq\tGenotyped"
+                       [0.9, 0.95123456, 1.0], [0.5, 0.1234567, 0.9], ["Imputed", "Genotyped", "Typed_Only"],
+                       np.arange(18).reshape(3, 6))
+    assert lines == ["rs1\tA\tT\t0.25000\t0.25000\t0.90000\t0.50000\tImputed\t0,1,2,3,4,5",
+                     "rs2\tC\tT\t0.80000\t0.20000\t0.95123\t0.12346\tGenotyped\t6,7,8,9,10,11",
+                     "rs3\tG\tA\t0.50000\t0.50000\t-\t-\tTyped_Only\t12,13,14,15,16,17"]
+    assert HEADER == "SNP\tREF(0)\tALT(1)\tALT_Frq\tMAF\tAvgCall\tRsq\tGenotyped\tSums"
     with pytest.raises(InputError, match="expected kinds among"):
-        info_lines(["rs1"], ["A"], ["T"], [0.1], [0.9], [0.5], ["imputed"])
+        info_lines(["rs1"], ["A"], ["T"], [0.1], [0.9], [0.5], ["imputed"], np.zeros((1, 6)))
 
 
 def test_the_info_file_has_a_header_and_one_line_per_record(tmp_path):
@@ -375,11 +377,12 @@ def test_the_info_file_has_a_header_and_one_line_per_record(tmp_path):
     with InfoWriter(path) as writer:
         for first, last in ((0, 120), (120, N_RECORDS)):
             writer.write(IDS[first:last], REFS[first:last], ALTS[first:last], np.full(last - first, 0.1),
-                         np.full(last - first, 0.99), np.full(last - first, 0.8), ["Imputed"] * (last - first))
+                         np.full(last - first, 0.99), np.full(last - first, 0.8), ["Imputed"] * (last - first),
+                         np.ones((last - first, 6)))
     with gzip.open(path, "rt") as handle:
         lines = handle.read().splitlines()
     assert lines[0] == HEADER and len(lines) == N_RECORDS + 1
-    assert lines[1] == "rs100\tA\tG\t0.10000\t0.10000\t0.99000\t0.80000\tImputed"
+    assert lines[1] == "rs100\tA\tG\t0.10000\t0.10000\t0.99000\t0.80000\tImputed\t1,1,1,1,1,1"
 
 
 # ---------------------------------------------------------------------------
@@ -570,6 +573,9 @@ def test_the_info_file_has_a_line_per_record_written_with_its_info(odd_run):
         fields = dict(f.split("=") if "=" in f else (f, "") for f in text.split(";"))
         kind = "Typed_Only" if text == "." else "Imputed" if "IMP" in fields else "Genotyped"
         assert line[7] == kind
+        sums = DosageSums.from_columns(np.array([line[8].split(",")], dtype=np.int64))
+        if line[3] != "-":  # ALT_Frq is the mean of the summed probabilities, typed records' calls included
+            assert float(line[3]) == pytest.approx(sums.af()[0], abs=5e-6)
         if kind != "Typed_Only":
             assert float(line[3]) == pytest.approx(float(fields["AF"]), rel=1e-3, abs=1e-5)
             assert 0.5 <= float(line[5]) <= 1

@@ -11,6 +11,13 @@ Typed_Only: a target record the panel lacks, passed through). Numbers have
 five decimals, as Minimac4 prints them; a value that does not apply or is
 unknown is "-", as AvgCall and Rsq of Typed_Only records are in Minimac4's
 file.
+
+A last column, Sums, that Minimac4's file lacks (QC scripts read columns by
+name and keep working): the record's DosageSums (genimpute.io.vcf_writer)
+as six comma-separated integers, alt, alt_squared, haplotypes, certain_alt,
+certain_alt_squared and likelier, probabilities in units of 2^-40. They
+add up exactly across batches of samples, so `genimpute merge` recomputes
+ALT_Frq, AvgCall, Rsq and INFO AF and DR2 of the whole cohort from them.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from genimpute.errors import InputError
 from genimpute.io.bgen_writer import OutputFiles
 from genimpute.io.scratch import naming
 
-COLUMNS = ["SNP", "REF(0)", "ALT(1)", "ALT_Frq", "MAF", "AvgCall", "Rsq", "Genotyped"]
+COLUMNS = ["SNP", "REF(0)", "ALT(1)", "ALT_Frq", "MAF", "AvgCall", "Rsq", "Genotyped", "Sums"]
 HEADER = "\t".join(COLUMNS)
 KINDS = ("Imputed", "Genotyped", "Typed_Only")
 LEVEL = 6
@@ -48,12 +55,15 @@ def snp_names(contig: str, positions: list, ids: list[str], refs: list[str], alt
     return [i if i != "." else f"{contig}:{p}:{r}:{a}" for p, i, r, a in zip(positions, ids, refs, alts)]
 
 
-def info_lines(snps: list[str], refs: list[str], alts: list[str], af, avg_call, rsq, kind: list[str]) -> list[str]:
+def info_lines(snps: list[str], refs: list[str], alts: list[str], af, avg_call, rsq, kind: list[str],
+               sums) -> list[str]:
     """One info line (no newline) per record; af, avg_call, rsq (V,)
     floats (NaN: unknown); kind: each record's Imputed, Genotyped or
-    Typed_Only. A Typed_Only record's AvgCall and Rsq print as "-"."""
+    Typed_Only; sums (V, 6) integers, the record's DosageSums. A
+    Typed_Only record's AvgCall and Rsq print as "-"."""
     n_records = len(snps)
-    columns = [refs, alts, af, avg_call, rsq, kind]
+    sums = np.asarray(sums, dtype=np.int64).reshape(-1, 6)
+    columns = [refs, alts, af, avg_call, rsq, kind, sums]
     if any(len(column) != n_records for column in columns):
         raise InputError(f"info file: expected {n_records} values in each column; "
                          f"found {', '.join(str(len(column)) for column in columns)}")
@@ -61,12 +71,13 @@ def info_lines(snps: list[str], refs: list[str], alts: list[str], af, avg_call, 
     if unknown:
         raise InputError(f"info file: expected kinds among {', '.join(KINDS)}; found {unknown[0]}")
     lines = []
-    for snp, ref, alt, freq, call, r2, what in zip(snps, refs, alts, np.asarray(af, dtype=np.float64).tolist(),
-                                                   np.asarray(avg_call, dtype=np.float64).tolist(),
-                                                   np.asarray(rsq, dtype=np.float64).tolist(), kind):
+    for snp, ref, alt, freq, call, r2, what, record_sums in zip(
+            snps, refs, alts, np.asarray(af, dtype=np.float64).tolist(), np.asarray(avg_call, dtype=np.float64).tolist(),
+            np.asarray(rsq, dtype=np.float64).tolist(), kind, sums.tolist()):
         typed_only = what == "Typed_Only"
         lines.append("\t".join([snp, ref, alt, _number(freq), _number(min(freq, 1.0 - freq)),
-                                "-" if typed_only else _number(call), "-" if typed_only else _number(r2), what]))
+                                "-" if typed_only else _number(call), "-" if typed_only else _number(r2), what,
+                                ",".join(map(str, record_sums))]))
     return lines
 
 
@@ -88,9 +99,10 @@ class InfoWriter:
         self._write([HEADER])
         return self
 
-    def write(self, snps: list[str], refs: list[str], alts: list[str], af, avg_call, rsq, kind: list[str]) -> None:
+    def write(self, snps: list[str], refs: list[str], alts: list[str], af, avg_call, rsq, kind: list[str],
+              sums) -> None:
         """Append one line per record (info_lines' arguments)."""
-        self._write(info_lines(snps, refs, alts, af, avg_call, rsq, kind))
+        self._write(info_lines(snps, refs, alts, af, avg_call, rsq, kind, sums))
         self.records += len(snps)
 
     def _write(self, lines: list[str]) -> None:
@@ -111,6 +123,18 @@ class InfoWriter:
         finally:
             self.files.discard()
         return False
+
+
+def records(path: str | Path):
+    """Each line of the info file `path` after its header, split at its
+    tabs; one line refusing a file of another layout (an older one, without
+    Sums)."""
+    with gzip_ng.open(path, "rt") as handle:
+        header = handle.readline().rstrip("\n")
+        if header != HEADER:
+            raise InputError(f"info file {path}: expected the header {HEADER!r}; found {header!r}")
+        for line in handle:
+            yield line.rstrip("\n").split("\t")
 
 
 def concatenate(parts: list[Path], path: str | Path, force: bool) -> None:

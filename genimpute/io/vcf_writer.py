@@ -391,6 +391,16 @@ class DosageSums:
                           self.haplotypes + other.haplotypes, self.certain_alt + other.certain_alt,
                           self.certain_alt_squared + other.certain_alt_squared, self.likelier + other.likelier)
 
+    def columns(self) -> np.ndarray:
+        """(V, 6) int64: the six sums of each record, in the fields' order (the info file's Sums)."""
+        return np.stack([self.alt, self.alt_squared, self.haplotypes, self.certain_alt, self.certain_alt_squared,
+                         self.likelier], axis=1)
+
+    @classmethod
+    def from_columns(cls, sums: np.ndarray) -> DosageSums:
+        """From (V, 6) integers, as columns() gives them."""
+        return cls(*np.asarray(sums, dtype=np.int64).reshape(-1, 6).T.copy())
+
     def af(self) -> np.ndarray:
         """(V,) estimated alt allele frequency: the mean of p."""
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -493,7 +503,7 @@ class VcfWriter:
         lines += INFO_LINES + fields.header_lines()
         lines += [f"##contig=<ID={c}>" for c in contigs]
         lines.append("\t".join([*COLUMNS, *samples]))
-        self._write(lines)
+        self.write_header_lines(lines)
 
     def write_records(self, fixed: list, info: list, fmt: str, columns: ColumnText) -> None:
         """fixed: per record [CHROM, POS, ID, REF, ALT]; columns: the records'
@@ -510,7 +520,8 @@ class VcfWriter:
         self.handle.write(b"".join(piece for pair in zip(prefixes, columns.pieces()) for piece in pair))
         self.records += len(fixed)
 
-    def _write(self, lines: list) -> None:
+    def write_header_lines(self, lines: list) -> None:
+        """Write header lines as given, the #CHROM line last (write_header makes them)."""
         if lines:
             self.handle.write(("\n".join(lines) + "\n").encode())
 
