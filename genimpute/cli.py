@@ -369,6 +369,25 @@ def chunks(ref, size, out):
     _run(_write_lines, out, [f"{r}\n" for r in regions])
 
 
+@main.command(cls=SectionedCommand, sections={"Output": ["out", "force"]})
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Merged output .vcf.gz.")
+@click.option("--force", is_flag=True, help="Overwrite existing outputs.")
+def merge(inputs, out, force):
+    """Join imputed VCF outputs of one cohort into one.
+
+    Sample batches (the same records, other samples) go side by side, INFO
+    AF and DR2 recomputed from the sums in their info files: exactly those
+    of one run over every sample. Chunks (the same samples, other records:
+    contigs, --region runs) go one after another, in the order given. The
+    merged info file is written beside OUT."""
+    from genimpute.merge import merge as run_merge
+
+    kind, records = _run(run_merge, list(inputs), out, force)
+    joined = "sample batches side by side" if kind == "samples" else "chunks one after another"
+    click.echo(f"wrote {out}: {records} records, {len(inputs)} {joined}")
+
+
 def _write_lines(out: str, lines: list) -> None:
     """Lines to `out` (- for stdout), whole or not at all."""
     from genimpute.io.scratch import write_whole

@@ -1,0 +1,184 @@
+"""Joining imputed VCF outputs into one (genimpute merge).
+
+Sample batches of one cohort (the same records, no sample in common) are
+joined side by side: each record once, the inputs' sample columns in turn,
+INFO AF and DR2 and the info file's columns recomputed from the sum of the
+inputs' Sums (genimpute.io.info_file), exactly those of one run over every
+sample. Chunks of one cohort (the same samples, other records) are joined
+one after another. Inputs are read as text a block of records at a time,
+so memory stays bounded whatever their size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from zlib_ng import gzip_ng
+
+from genimpute.errors import InputError
+from genimpute.io import info_file, vcf_concat
+from genimpute.io.info_file import InfoWriter
+from genimpute.io.output_names import info_path, output_files, output_format
+from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, info_values
+
+_BLOCK = 2000  # records joined at a time
+_FIXED = 9  # CHROM .. FORMAT, before the sample columns
+_CHROM, _POS, _ID, _REF, _ALT, _INFO, _FORMAT = 0, 1, 2, 3, 4, 7, 8
+
+
+def merge(inputs: list, out: str | Path, force: bool = False) -> tuple[str, int]:
+    """Write `out` (and its info file) from the VCF outputs `inputs`; return
+    ("samples" or "records", the records written)."""
+    inputs, out = [Path(p) for p in inputs], Path(out)
+    _check_paths(inputs, out, force)
+    samples = [_samples(path) for path in inputs]
+    if all(names == samples[0] for names in samples):
+        vcf_concat.concatenate(inputs, out, force, {})
+        info_file.concatenate([info_path(p) for p in inputs], info_path(out), force)
+        return "records", sum(1 for _ in info_file.records(info_path(out)))
+    _check_disjoint(inputs, samples)
+    return "samples", _merge_samples(inputs, out, force)
+
+
+def _check_paths(inputs: list[Path], out: Path, force: bool) -> None:
+    if len(inputs) < 2:
+        raise InputError(f"merge: expected two or more outputs to merge; found {len(inputs)}")
+    for path in [*inputs, out]:
+        kind = output_format(path)
+        if kind != "vcf":
+            raise InputError(f"merge {path}: expected VCF outputs (.vcf.gz); found {kind.upper()}, which merge "
+                             "does not read yet")
+    for path in inputs:
+        if not info_path(path).exists():
+            raise InputError(f"merge {path}: expected its info file {info_path(path)} beside it (its sums "
+                             "make the merged AF and DR2); found none")
+    if not force:
+        for path in [*output_files(out), info_path(out)]:
+            if path.exists():
+                raise InputError(f"output {path}: exists; pass --force to overwrite")
+
+
+def _header(handle) -> list[bytes]:
+    """The header lines of an open VCF, the #CHROM line last."""
+    lines = []
+    for line in handle:
+        lines.append(line)
+        if line.startswith(b"#CHROM"):
+            return lines
+    raise InputError(f"merge {handle.name}: expected a #CHROM header line; found none")
+
+
+def _samples(path: Path) -> list[str]:
+    with gzip_ng.open(path, "rb") as handle:
+        return _header(handle)[-1].decode().rstrip("\n").split("\t")[_FIXED:]
+
+
+def _check_disjoint(inputs: list[Path], samples: list[list[str]]) -> None:
+    seen = {}
+    for path, names in zip(inputs, samples):
+        for name in names:
+            if name in seen:
+                raise InputError(f"merge: expected the same samples in every input (chunks of one cohort) or "
+                                 f"none in common (sample batches); found {name} in {seen[name]} and {path}")
+            seen[name] = path
+
+
+def _merge_samples(inputs: list[Path], out: Path, force: bool) -> int:
+    """Write the sample batches `inputs` side by side as `out`; return the records written."""
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(gzip_ng.open(path, "rb")) for path in inputs]
+        headers = [_header(handle) for handle in handles]
+        info_writer = stack.enter_context(InfoWriter(info_path(out), force))
+        writer = stack.enter_context(VcfWriter(out, force))
+        columns = [line.decode().rstrip("\n").split("\t") for line in (header[-1] for header in headers)]
+        writer.write_header_lines([line.decode().rstrip("\n") for line in headers[0][:-1]]
+                                  + ["\t".join(columns[0][:_FIXED] + [s for c in columns for s in c[_FIXED:]])])
+        records = itertools.zip_longest(*(itertools.zip_longest(handle, info_file.records(info_path(path)))
+                                          for handle, path in zip(handles, inputs)))
+        while rows := list(itertools.islice(records, _BLOCK)):
+            block = _Block()
+            for row in rows:
+                block.add(inputs, row)
+            block.write(writer, info_writer)
+        return writer.records
+
+
+def _name(fields: list) -> str:
+    return ":".join(fields[k] for k in (_CHROM, _POS, _REF, _ALT))
+
+
+def _impmiss(info: str) -> int:
+    """The missing calls a typed record's INFO says were filled in (IMPMISS), 0 where it has none."""
+    return sum(int(f[len("IMPMISS="):]) for f in info.split(";") if f.startswith("IMPMISS="))
+
+
+@dataclass
+class _Block:
+    """Consecutive records of every sample batch, joined: what the merged
+    VCF and info file are written from."""
+
+    fixed: list = field(default_factory=list)  # [CHROM, POS, ID, REF, ALT] each
+    formats: list = field(default_factory=list)
+    columns: list = field(default_factory=list)  # bytes: every batch's sample columns, tab-separated, and a newline
+    info: list = field(default_factory=list)  # the first batch's info file fields
+    sums: list = field(default_factory=list)  # (6,) int64 each, summed over the batches
+    missing: list = field(default_factory=list)  # IMPMISS summed over the batches
+
+    def add(self, inputs: list[Path], row: tuple) -> None:
+        """Join one record: row holds each input's (VCF line, info file fields), None past either's end."""
+        lines = _lines(inputs, row)
+        first, info = lines[0][0], lines[0][1]
+        for path, (fields, line_info) in zip(inputs, lines):
+            if [fields[k] for k in (_CHROM, _POS, _REF, _ALT)] != [first[k] for k in (_CHROM, _POS, _REF, _ALT)]:
+                raise InputError(f"merge: expected the records of {inputs[0]} in {path} (sample batches); "
+                                 f"found {_name(fields)} where {inputs[0]} has {_name(first)}")
+            if fields[_FORMAT] != first[_FORMAT]:
+                raise InputError(f"merge {path}: expected FORMAT {first[_FORMAT]} at {_name(first)}, as in "
+                                 f"{inputs[0]}; found {fields[_FORMAT]}")
+            if line_info[1:3] != [fields[_REF], fields[_ALT]]:
+                raise InputError(f"merge {info_path(path)}: expected the line of {_name(fields)}; "
+                                 f"found {' '.join(line_info[:3])}")
+        self.fixed.append([first[k] for k in (_CHROM, _POS, _ID, _REF, _ALT)])
+        self.formats.append(first[_FORMAT])
+        self.columns.append("\t".join(fields[_FIXED].rstrip("\n") for fields, _ in lines).encode() + b"\n")
+        self.info.append(info)
+        self.sums.append(sum(np.array(i[8].split(","), dtype=np.int64) for _, i in lines))
+        self.missing.append(sum(_impmiss(fields[_INFO]) for fields, _ in lines))
+
+    def write(self, writer: VcfWriter, info_writer: InfoWriter) -> None:
+        """Write the block's records and info lines, AF, DR2 and AvgCall from the summed sums."""
+        sums = DosageSums.from_columns(np.array(self.sums))
+        af, dr2 = sums.af(), sums.r2()
+        kinds = [i[7] for i in self.info]
+        info = info_values(af, dr2, np.array(self.missing), np.array([k == "Genotyped" for k in kinds]))
+        info = ["." if kind == "Typed_Only" else text for kind, text in zip(kinds, info)]
+        at = 0
+        for fmt, run in itertools.groupby(self.formats):
+            end = at + len(list(run))
+            pieces = self.columns[at:end]
+            text = ColumnText(np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum([len(p) for p in pieces]))
+            writer.write_records(self.fixed[at:end], info[at:end], fmt, text)
+            at = end
+        known = np.array([i[3] != "-" for i in self.info])  # ALT_Frq of a multi-allelic Typed_Only record is unknown
+        info_writer.write([i[0] for i in self.info], [i[1] for i in self.info], [i[2] for i in self.info],
+                          np.where(known, af, np.nan), sums.avg_call(), dr2, kinds, sums.columns())
+
+
+def _lines(inputs: list[Path], row: tuple) -> list[tuple[list[str], list[str]]]:
+    """Each input's (VCF fields, info file fields) of one record; one line
+    refusing an input, or an info file, that ended before the others."""
+    present = [pair[0] for pair in row if pair is not None and pair[0] is not None]
+    for path, pair in zip(inputs, row):
+        if pair is None or pair[0] is None:
+            if not present:
+                raise InputError(f"merge {info_path(path)}: expected one line per record of {path}; found more")
+            fields = present[0].decode().split("\t", _FIXED)
+            raise InputError(f"merge: expected the records of every input in each (sample batches); "
+                             f"found {path} ends before {_name(fields)}")
+        if pair[1] is None:
+            raise InputError(f"merge {info_path(path)}: expected one line per record of {path}; found fewer")
+    return [(line.decode().split("\t", _FIXED), info) for line, info in row]
