@@ -37,6 +37,7 @@ def merge(inputs: list, out: str | Path, force: bool = False) -> tuple[str, int]
     _check_paths(inputs, out, force)
     samples = [_samples(path) for path in inputs]
     if all(names == samples[0] for names in samples):
+        _check_chunk_order(inputs)
         vcf_concat.concatenate(inputs, out, force, {})
         info_file.concatenate([info_path(p) for p in inputs], info_path(out), force)
         return "records", sum(1 for _ in info_file.records(info_path(out)))
@@ -75,6 +76,26 @@ def _header(handle) -> list[bytes]:
 def _samples(path: Path) -> list[str]:
     with gzip_ng.open(path, "rb") as handle:
         return _header(handle)[-1].decode().rstrip("\n").split("\t")[_FIXED:]
+
+
+def _first_record(path: Path) -> list[str] | None:
+    """The fields of the first record of a VCF (None where it has none)."""
+    with gzip_ng.open(path, "rb") as handle:
+        _header(handle)
+        line = handle.readline()
+    return line.decode().split("\t", _FIXED) if line else None
+
+
+def _check_chunk_order(inputs: list[Path]) -> None:
+    """Refuse chunks given twice or out of order on a contig (a later chunk
+    starting at or before an earlier one's start); tabix refuses the rest
+    of an unsorted join."""
+    firsts = [(path, _first_record(path)) for path in inputs]
+    firsts = [(path, fields) for path, fields in firsts if fields is not None]
+    for (before, earlier), (path, fields) in zip(firsts, firsts[1:]):
+        if fields[_CHROM] == earlier[_CHROM] and int(fields[_POS]) <= int(earlier[_POS]):
+            raise InputError(f"merge: expected chunks of one cohort in order, each after the one before; found "
+                             f"{path} starting at {_name(fields)}, not after {before}'s start {_name(earlier)}")
 
 
 def _check_disjoint(inputs: list[Path], samples: list[list[str]]) -> None:

@@ -73,6 +73,8 @@ def test_region_chunks_merge_to_the_whole_run(runs):
     assert done.returncode == 0, done.stderr
     assert _body(merged) == _body(runs["whole"])
     assert _info(merged) == _info(runs["whole"])
+    for twisted in ((runs["second"], runs["first"]), (runs["first"], runs["first"])):
+        assert "expected chunks of one cohort in order" in _refused("--out", runs["dir"] / "twisted.vcf.gz", *twisted)
 
 
 def _refused(*args) -> str:
