@@ -22,6 +22,7 @@ from zlib_ng import gzip_ng
 from genimpute.errors import InputError
 from genimpute.io import info_file, vcf_concat
 from genimpute.io.info_file import InfoWriter
+from genimpute.io.integrity import check_complete
 from genimpute.io.output_names import info_path, output_files, output_format
 from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, info_values
 
@@ -37,12 +38,22 @@ def merge(inputs: list, out: str | Path, force: bool = False) -> tuple[str, int]
     _check_paths(inputs, out, force)
     samples = [_samples(path) for path in inputs]
     if all(names == samples[0] for names in samples):
-        _check_chunk_order(inputs)
-        vcf_concat.concatenate(inputs, out, force, {})
-        info_file.concatenate([info_path(p) for p in inputs], info_path(out), force)
-        return "records", sum(1 for _ in info_file.records(info_path(out)))
+        return "records", _merge_records(inputs, out, force)
     _check_disjoint(inputs, samples)
     return "samples", _merge_samples(inputs, out, force)
+
+
+def _merge_records(inputs: list[Path], out: Path, force: bool) -> int:
+    """The chunks one after another, and their info files; the records written."""
+    _check_chunk_order(inputs)
+    # the info file first: a failed join of the VCFs then takes it away, so neither is left alone
+    info_file.concatenate([info_path(p) for p in inputs], info_path(out), force)
+    try:
+        vcf_concat.concatenate(inputs, out, force, {})
+    except BaseException:
+        info_path(out).unlink(missing_ok=True)
+        raise
+    return sum(1 for _ in info_file.records(info_path(out)))
 
 
 def _check_paths(inputs: list[Path], out: Path, force: bool) -> None:
@@ -57,6 +68,8 @@ def _check_paths(inputs: list[Path], out: Path, force: bool) -> None:
         if not info_path(path).exists():
             raise InputError(f"merge {path}: expected its info file {info_path(path)} beside it (its sums "
                              "make the merged AF and DR2); found none")
+        for whole in (path, info_path(path)):  # a file cut short would be joined as if it ended there
+            check_complete(whole)
     if not force:
         for path in [*output_files(out), info_path(out)]:
             if path.exists():

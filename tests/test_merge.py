@@ -94,3 +94,12 @@ def test_inputs_that_are_not_of_one_cohort_are_refused(runs, tmp_path):
     assert "expected VCF outputs" in _refused("--out", out, runs["half0"], tmp_path / "x.bgen")
     assert "exists; pass --force" in _refused("--out", runs["whole"], runs["half0"], runs["half1"])
     assert list(tmp_path.glob("out*")) == [] and list(tmp_path.glob(".*")) == []  # no output, no temporary
+
+
+def test_a_chunk_cut_short_leaves_neither_output_nor_info_file(runs, tmp_path):
+    cut = tmp_path / "cut.vcf.gz"
+    cut.write_bytes(runs["second"].read_bytes()[:-28])  # without BGZF's end-of-file block
+    (tmp_path / "cut.info.gz").write_bytes(Path(str(runs["second"]).replace(".vcf.gz", ".info.gz")).read_bytes())
+    out = tmp_path / "joined.vcf.gz"
+    assert "cut.vcf.gz" in _refused("--out", out, runs["first"], cut)
+    assert not out.exists() and not (tmp_path / "joined.info.gz").exists()
