@@ -57,10 +57,13 @@ def run_report(panel, target, aln, samples, quality, meta: dict, summary: dict, 
 
 def _in_region(records, region) -> np.ndarray:
     """(records,) which target records lie in `region` (all without one)."""
+    positions = np.asarray(records.positions)
     if region is None:
-        return np.ones(len(records.positions), dtype=bool)
-    keys = [normalise_contig(c) for c in records.contigs]
-    return np.array([region.contains(k, int(p)) for k, p in zip(keys, records.positions.tolist())], dtype=bool)
+        return np.ones(len(positions), dtype=bool)
+    names, which = np.unique(np.asarray(records.contigs, dtype=object), return_inverse=True)
+    on_contig = np.array([normalise_contig(n) == region.key for n in names], dtype=bool)[which.ravel()]
+    end = np.iinfo(np.int64).max if region.end is None else region.end
+    return on_contig & (positions >= region.start) & (positions <= end)
 
 
 def combined_report(reports: list, pieces: pd.DataFrame, seconds: float) -> RunReport:
