@@ -27,7 +27,6 @@ many threads compress them.
 
 from __future__ import annotations
 
-import glob
 import os
 import sqlite3
 import struct
@@ -40,7 +39,7 @@ import numpy as np
 from zlib_ng import zlib_ng
 
 from genimpute.errors import InputError
-from genimpute.io.scratch import naming, process_gone, publish
+from genimpute.io.scratch import naming, publish, remove_stale_temporaries
 from genimpute.io.vcf_writer import check_output_directory
 from genimpute.runtime import usable_cores
 
@@ -90,7 +89,7 @@ class OutputFiles:
             if path.exists() and not force:
                 raise InputError(f"output {path}: exists; pass --force to overwrite")
             check_output_directory(path)
-            _remove_stale_temporary(path)
+            remove_stale_temporaries(path)
         self.temporaries = [path.with_name(f".tmp{os.getpid()}.{path.name}") for path in paths]
 
     def temporary(self, path: Path) -> Path:
@@ -107,13 +106,21 @@ class OutputFiles:
             tmp.unlink(missing_ok=True)
 
 
-def _remove_stale_temporary(path: Path) -> None:
-    """Remove the temporary file of `path` that a killed writer left
-    (SIGKILL cannot be caught): .tmpPID.NAME, PID no longer running."""
-    for leftover in path.parent.glob(f".tmp*.{glob.escape(path.name)}"):
-        pid = leftover.name[4:].split(".", 1)[0]
-        if pid.isdigit() and leftover.name == f".tmp{pid}.{path.name}" and process_gone(int(pid)):
-            leftover.unlink(missing_ok=True)
+class PublishedOnExit:
+    """A writer whose files are finished and published (_finish) on a
+    clean exit from its `with`, and whose open handles are closed and
+    temporaries deleted (_close) however it exits."""
+
+    path: Path
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                with naming(self.path):
+                    self._finish()
+        finally:
+            self._close()
+        return False
 
 
 def check_record_columns(positions, ids: list, refs: list, alts: list, p1: np.ndarray, p2: np.ndarray,
@@ -317,7 +324,7 @@ def _compressor(compression: str):
     return lambda data: zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
 
 
-class BgenWriter:
+class BgenWriter(PublishedOnExit):
     """Context manager writing `path` (a .bgen), `path` without .bgen plus
     .sample and `path`.bgi, each to a hidden temporary file beside it; on a
     clean exit the header's variant count is filled in and the three are
@@ -407,15 +414,6 @@ class BgenWriter:
                 start += size
         self.index.executemany("INSERT INTO Variant VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         self.records += len(rows)
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            if exc_type is None:
-                with naming(self.path):
-                    self._finish()
-        finally:
-            self._close()
-        return False
 
     def _finish(self) -> None:
         """Fill in the variant count, index the file and publish the three."""

@@ -25,7 +25,7 @@ import numpy as np
 import pgenlib
 
 from genimpute.errors import InputError
-from genimpute.io.bgen_writer import OutputFiles, check_record_columns
+from genimpute.io.bgen_writer import OutputFiles, PublishedOnExit, check_record_columns
 from genimpute.io.scratch import naming
 from genimpute.io.vcf_writer import INFO_LINES
 
@@ -42,7 +42,7 @@ def dosages(p1: np.ndarray, p2: np.ndarray, haploid: np.ndarray | None) -> np.nd
     return np.ascontiguousarray(np.where(np.isnan(values), MISSING_DOSAGE, values))
 
 
-class PgenWriter:
+class PgenWriter(PublishedOnExit):
     """Context manager writing `path` (a .pgen) and, beside it, the .pvar
     and .psam of the same name, each to a hidden temporary file; on a clean
     exit they are renamed into place, on an error deleted. variant_count:
@@ -101,15 +101,6 @@ class PgenWriter:
             self.pvar.write("".join(f"{contig}\t{int(pos)}\t{variant_id}\t{ref}\t{alt}\t.\tPASS\t{text}\n"
                                     for pos, variant_id, ref, alt, text in zip(positions, ids, refs, alts, info)))
         self.records += len(positions)
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            if exc_type is None:
-                with naming(self.path):
-                    self._finish()
-        finally:
-            self._close()
-        return False
 
     def _finish(self) -> None:
         """Check the count, close and publish."""

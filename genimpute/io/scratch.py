@@ -11,6 +11,7 @@ directory removes those whose process is gone.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shutil
 import tempfile
@@ -53,6 +54,18 @@ def remove_stale_scratch(directory: str | Path, prefix: str) -> int:
             shutil.rmtree(leftover, ignore_errors=True)
             removed += 1
     return removed
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove the temporary files a killed writer of `path` left (SIGKILL
+    cannot be caught): .tmpPID.NAME and its tabix index, PID no longer
+    running (the writers name their temporaries so: VcfWriter, OutputFiles)."""
+    for leftover in path.parent.glob(f".tmp*.{glob.escape(path.name)}*"):
+        pid = leftover.name[4:].split(".", 1)[0]
+        if not pid.isdigit() or leftover.name not in (f".tmp{pid}.{path.name}", f".tmp{pid}.{path.name}.tbi"):
+            continue
+        if process_gone(int(pid)):
+            leftover.unlink(missing_ok=True)
 
 
 def publish(tmp: str | Path, path: str | Path, force: bool) -> None:

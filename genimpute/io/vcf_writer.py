@@ -10,7 +10,6 @@ bytes, not one format call per value.
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import numpy as np
 
 from genimpute.errors import InputError
 from genimpute.io.bgzf import BgzfWriter
-from genimpute.io.scratch import naming, process_gone, publish
+from genimpute.io.scratch import naming, publish, remove_stale_temporaries
 from genimpute.io.tabix import TabixIndex
 
 _RESOLUTION = 1000  # three decimals
@@ -454,17 +453,6 @@ def _runs(values: list) -> list[tuple[int, int]]:
     return list(zip([0, *cuts], [*cuts, len(values)]))
 
 
-def _remove_stale_temporaries(path: Path) -> None:
-    """Remove the temporary files a killed writer of `path` left (SIGKILL
-    cannot be caught): .tmpPID.NAME and its index, PID no longer running."""
-    for leftover in path.parent.glob(f".tmp*.{glob.escape(path.name)}*"):
-        pid = leftover.name[4:].split(".", 1)[0]
-        if not pid.isdigit() or leftover.name not in (f".tmp{pid}.{path.name}", f".tmp{pid}.{path.name}.tbi"):
-            continue
-        if process_gone(int(pid)):
-            leftover.unlink(missing_ok=True)
-
-
 def check_output_directory(path: str | Path) -> None:
     """Refuse an output path whose directory does not exist or cannot be written."""
     path = Path(path)
@@ -490,7 +478,7 @@ class VcfWriter:
         self.tmp = self.path.with_name(f".tmp{os.getpid()}.{self.path.name}")
         self.force = force
         self.records = 0
-        _remove_stale_temporaries(self.path)
+        remove_stale_temporaries(self.path)
 
     def __enter__(self):
         self.handle = BgzfWriter(self.tmp, shown_as=self.path)
