@@ -343,19 +343,22 @@ def _dosage_sums(p, present):
     certain_alt_squared = np.zeros(n_records, dtype=np.int64)
     likelier = np.zeros(n_records, dtype=np.int64)
     for v in nb.prange(n_records):
+        # sums in locals, an absent haplotype read as 0 and counted by its flag rather than skipped by a
+        # branch: the loop is vectorised (an if per haplotype or sums kept in the arrays were not)
+        a = a2 = n = c1 = c2 = more = 0
         for h in range(n_haplotypes):
-            if present[v, h]:
-                x = min(max(np.float64(p[v, h]), 0.0), 1.0)
-                alt[v] += np.int64(np.rint(x * _FIXED_ONE))
-                alt_squared[v] += np.int64(np.rint(x * x * _FIXED_ONE))
-                count[v] += 1
-                # x counted as 0 or 1 near them, in arithmetic rather than branches: with an if/elif the loop
-                # was no longer vectorised and took several times as long
-                c = x * (x >= DR2_CERTAIN)
-                c += (1.0 - c) * (x > 1.0 - DR2_CERTAIN)
-                certain_alt[v] += np.int64(np.rint(c * _FIXED_ONE))
-                certain_alt_squared[v] += np.int64(np.rint(c * c * _FIXED_ONE))
-                likelier[v] += np.int64(np.rint(max(x, 1.0 - x) * _FIXED_ONE))
+            x = min(max(np.float64(p[v, h]), 0.0), 1.0) if present[v, h] else 0.0
+            counted = np.float64(present[v, h])
+            # x counted as 0 or 1 near them, in arithmetic rather than branches, for the same reason
+            c = x * (x >= DR2_CERTAIN)
+            c += (1.0 - c) * (x > 1.0 - DR2_CERTAIN)
+            a += np.int64(np.rint(x * _FIXED_ONE))
+            a2 += np.int64(np.rint(x * x * _FIXED_ONE))
+            n += np.int64(counted)
+            c1 += np.int64(np.rint(c * _FIXED_ONE))
+            c2 += np.int64(np.rint(c * c * _FIXED_ONE))
+            more += np.int64(np.rint(counted * max(x, 1.0 - x) * _FIXED_ONE))
+        alt[v], alt_squared[v], count[v], certain_alt[v], certain_alt_squared[v], likelier[v] = a, a2, n, c1, c2, more
     return alt, alt_squared, count, certain_alt, certain_alt_squared, likelier
 
 
