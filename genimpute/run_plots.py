@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt  # after the backend is chosen
 import numpy as np
 import pandas as pd
 
@@ -21,18 +17,30 @@ from genimpute.run_facts import CHI2_OUTLIER, DR2_KEPT
 FIGSIZE = (6.4, 4.2)  # inches
 
 
+def _pyplot():
+    """matplotlib's pyplot, imported when a figure is drawn: loading it is a
+    good part of a small job's wall time, which a run without its page
+    (--no-html) need not pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt  # after the backend is chosen
+
+    return plt
+
+
 def _svg(fig) -> str:
     fig.tight_layout()
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", dpi=90)
-    plt.close(fig)
+    _pyplot().close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]  # the element alone, without the XML prolog
 
 
 def frequency_scatter(freqs: pd.DataFrame) -> str:
     """Target ALT frequency against the panel's, outliers in red."""
-    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig, ax = _pyplot().subplots(figsize=FIGSIZE)
     outlier = freqs["chi2"] > CHI2_OUTLIER
     ax.scatter(freqs.loc[~outlier, "panel_af"], freqs.loc[~outlier, "target_af"], s=3, alpha=0.4, color="#3465a4",
                rasterized=True, label="typed sites")
@@ -49,7 +57,7 @@ def frequency_scatter(freqs: pd.DataFrame) -> str:
 
 def sample_histograms(samples: pd.DataFrame) -> str:
     """Call rate and heterozygosity of the target samples."""
-    fig, axes = plt.subplots(1, 2, figsize=(FIGSIZE[0] * 1.4, FIGSIZE[1] * 0.8))
+    fig, axes = _pyplot().subplots(1, 2, figsize=(FIGSIZE[0] * 1.4, FIGSIZE[1] * 0.8))
     for ax, column, label in zip(axes, ("call_rate", "heterozygosity"), ("call rate", "heterozygosity")):
         values = samples[column].dropna().to_numpy()
         ax.hist(values, bins=min(50, max(5, len(values) // 4)), color="#3465a4")
@@ -61,7 +69,7 @@ def sample_histograms(samples: pd.DataFrame) -> str:
 def dr2_kept(quality: pd.DataFrame) -> str:
     """The share of imputed records with DR2 at or above each filter, by MAF bin."""
     table = quality[(quality["maf_bin"] != "all") & (quality["records"] > 0)]
-    fig, ax = plt.subplots(figsize=FIGSIZE)
+    fig, ax = _pyplot().subplots(figsize=FIGSIZE)
     x = np.arange(len(table))
     for i, threshold in enumerate(DR2_KEPT):
         ax.bar(x + (i - 0.5) * 0.38, table[f"share_dr2_{threshold:g}"], width=0.38, label=f"DR2 >= {threshold:g}")
