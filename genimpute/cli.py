@@ -243,7 +243,7 @@ _IMPUTE_SECTIONS = {
               help="Genetic map, PLINK or shapeit4 format [default: the model's, else 1 cM per Mb].")
 @click.option("--region", default=None, help="Write only CHR, CHR:START-END or CHR:START- (1-based; see chunks).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Output .vcf.gz, .bgen or .pgen; with {chrom}, a VCF per contig [default: <target>.imputed.vcf.gz].")
+              help="Output .vcf.gz, .bcf, .bgen or .pgen; {chrom}: a VCF per contig [default: <target>.imputed.vcf.gz].")
 @click.option("--format", "fields", default=None,
               help="VCF FORMAT fields: GT and any of DS, HDS, GP, in that order [default: GT:DS:GP].")
 @click.option("--bgen-bits", type=click.IntRange(1, 32), default=None, metavar="BITS",

@@ -1,9 +1,10 @@
 """The output of an imputation run in the format its name asks for
-(genimpute.io.output_names): a bgzipped VCF, BGEN or PGEN, and the info
-file beside it (OUT.info.gz).
+(genimpute.io.output_names): a bgzipped VCF, BCF, BGEN or PGEN, and the
+info file beside it (OUT.info.gz).
 
 Each format makes its own sample columns from a batch of samples' calls
-(a VCF's text, or BGEN's and PGEN's arrays: genimpute.io.calls), which
+(a VCF's text, which BCF is parsed from, or BGEN's and PGEN's arrays:
+genimpute.io.calls), which
 genimpute.records joins across batches and hands back to be written with
 the INFO of the whole cohort. BGEN and PGEN hold biallelic records only:
 a target record the panel lacks passes through as its hard calls where it
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genimpute.io.bcf_writer import BcfWriter
 from genimpute.io.bgen_writer import BgenWriter
 from genimpute.io.calls import Calls
 from genimpute.io.info_file import InfoWriter, snp_names
@@ -116,12 +118,14 @@ class _Output(abc.ABC):
 
 
 class _VcfOutput(_Output):
+    writer_class = VcfWriter
+
     def takes(self, alt: str) -> bool:
         return True
 
     @contextlib.contextmanager
     def _writer(self, samples: list[str], contigs: list[str], meta: dict, n_records: int):
-        with VcfWriter(self.path, force=self.force) as writer:
+        with self.writer_class(self.path, force=self.force) as writer:
             writer.write_header(samples, contigs, meta, self.settings.fields)
             yield writer
 
@@ -137,6 +141,12 @@ class _VcfOutput(_Output):
     def _records(self, fixed: list, info: list[str], columns: ColumnText, passed: bool) -> None:
         self.writer.write_records(fixed, info, "GT" if passed else str(self.settings.fields), columns)
         self.records = self.writer.records
+
+
+class _BcfOutput(_VcfOutput):
+    """The VCF's records, parsed into BCF as they are written."""
+
+    writer_class = BcfWriter
 
 
 class _BgenOutput(_Output):
@@ -165,4 +175,5 @@ class _PgenOutput(_Output):
 
 def run_output(path: str | Path, settings: OutputSettings = OutputSettings(), force: bool = False) -> _Output:
     """The output its name asks for (one line refusing an unknown ending)."""
-    return {"vcf": _VcfOutput, "bgen": _BgenOutput, "pgen": _PgenOutput}[output_format(path)](path, settings, force)
+    kinds = {"vcf": _VcfOutput, "bcf": _BcfOutput, "bgen": _BgenOutput, "pgen": _PgenOutput}
+    return kinds[output_format(path)](path, settings, force)

@@ -1,10 +1,11 @@
-"""BGEN, PGEN and info file outputs (genimpute.io.bgen_writer, pgen_writer,
-info_file) read back by tools no one here wrote: PLINK 2 (Debian's
-plink2), cbgen (BGEN) and pgenlib (PGEN), against the probabilities
-written, within each format's precision; then `genimpute impute --out
-x.bgen / x.pgen` against the same run's VCF: records, dosages, phase,
-ploidy, missing calls, the info file, byte-identical batches and threads,
---region, the r2 of the bundled example, and the outputs refused."""
+"""BCF, BGEN, PGEN and info file outputs (genimpute.io.bcf_writer,
+bgen_writer, pgen_writer, info_file) read back by tools no one here wrote:
+bcftools (BCF), PLINK 2 (Debian's plink2), cbgen (BGEN) and pgenlib
+(PGEN), against the probabilities written, within each format's
+precision; then `genimpute impute --out x.bcf / x.bgen / x.pgen` against
+the same run's VCF: records, dosages, phase, ploidy, missing calls, the
+info file, byte-identical batches and threads, --region, the r2 of the
+bundled example, and the outputs refused."""
 
 from __future__ import annotations
 
@@ -26,11 +27,12 @@ from paths import PANEL, TARGET_PHASED
 from tools import run_tool
 
 from genimpute.errors import InputError
+from genimpute.io.bcf_writer import BcfWriter
 from genimpute.io.bgen_writer import BgenWriter, probability_blocks
 from genimpute.io.info_file import HEADER, InfoWriter, info_lines
 from genimpute.io.output_names import info_path
 from genimpute.io.pgen_writer import PgenWriter
-from genimpute.io.vcf_writer import DosageSums
+from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, genotype_columns
 from genimpute.metrics import pooled_r2
 
 N_RECORDS, N_SAMPLES = 200, 50
@@ -326,6 +328,65 @@ def test_a_pgen_given_fewer_records_than_announced_is_refused_and_not_published(
 
 
 # ---------------------------------------------------------------------------
+# BCF
+# ---------------------------------------------------------------------------
+
+def _bcftools(*args) -> str:
+    return run_tool(["bcftools", *map(str, args)], check=True, capture_output=True, text=True).stdout
+
+
+def _write_text_records(writer, p1, p2, haploid):
+    """The seeded calls as imputed records, then two records passed through
+    with GT alone (one multi-allelic, one with a missing call)."""
+    fixed = [["20", str(p), i, r, a] for p, i, r, a in zip(POSITIONS, IDS, REFS, ALTS)]
+    with writer as opened:
+        opened.write_header(SAMPLES, ["20", "X"], {"genimputeCommand": "test"})
+        opened.write_records(fixed[:120], ["AF=0.1;DR2=0.9;IMP"] * 120, "GT:DS:GP",
+                             genotype_columns(p1[:120], p2[:120], haploid[:120]))
+        passed = ["\t".join(["0|2" if s == 0 else "./." if s == 1 else "1/0" for s in range(N_SAMPLES)])] * 2
+        opened.write_records([["20", "14440", ".", "A", "C,G"], ["20", "14441", "rs9", "A", "C"]], [".", "."], "GT",
+                             ColumnText.from_rows(passed))
+        opened.write_records(fixed[122:], ["AF=0.1"] * (N_RECORDS - 122), "GT:DS:GP",
+                             genotype_columns(p1[122:], p2[122:], haploid[122:]))
+    return writer.path
+
+
+def test_bcftools_reads_the_bcf_as_the_vcf_of_the_same_records(tmp_path):
+    p1, p2, haploid = _calls()
+    bcf = _write_text_records(BcfWriter(tmp_path / "out.bcf", threads=3), p1, p2, haploid)
+    vcf = _write_text_records(VcfWriter(tmp_path / "out.vcf.gz"), p1, p2, haploid)
+    body = _bcftools("view", "-H", bcf)
+    assert body == _bcftools("view", "-H", vcf) and body.count("\n") == N_RECORDS
+    assert "\tA\tC,G\t.\tPASS\t.\tGT\t0|2\t./.\t1/0" in body and "\t1:1:0,1\t" in body  # haploid GP: two values
+    header = [line for line in _bcftools("view", "-h", bcf).splitlines() if not line.startswith("##bcftools")]
+    assert header == [line for line in _bcftools("view", "-h", vcf).splitlines() if not line.startswith("##bcftools")]
+    assert _bcftools("index", "-n", bcf).strip() == str(N_RECORDS)
+    region = ("view", "-H", "-r", "20:11000-12000")
+    assert _bcftools(*region, bcf) == _bcftools(*region, vcf) and _bcftools(*region, bcf).count("\n") > 10
+    copy = tmp_path / "copy.bcf"
+    copy.write_bytes(bcf.read_bytes())
+    _bcftools("index", copy)  # the index bcftools writes: the same bins and offsets, compressed apart
+    assert gzip.decompress(Path(f"{copy}.csi").read_bytes()) == gzip.decompress(Path(f"{bcf}.csi").read_bytes())
+
+
+def test_a_bcf_is_the_same_bytes_whatever_its_threads(tmp_path):
+    p1, p2, haploid = _calls()
+    one = _write_text_records(BcfWriter(tmp_path / "one.bcf", threads=1), p1, p2, haploid)
+    three = _write_text_records(BcfWriter(tmp_path / "three.bcf", threads=3), p1, p2, haploid)
+    assert one.read_bytes() == three.read_bytes()
+
+
+def test_a_bcf_record_on_a_contig_its_header_lacks_is_refused_and_nothing_published(tmp_path):
+    with pytest.raises(InputError, match="expected contigs of its header; found 21"), \
+            BcfWriter(tmp_path / "out.bcf") as writer:
+        writer.write_header(SAMPLES, ["20"], {})
+        writer.write_records([["21", "5", ".", "A", "C"]], ["."], "GT", ColumnText.from_rows(["0|1\t" * 49 + "0|0"]))
+    with pytest.raises(InputError, match="expected a name ending in .bcf; found out.bcf.gz"):
+        BcfWriter(tmp_path / "out.bcf.gz")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------
 # publishing
 # ---------------------------------------------------------------------------
 
@@ -341,6 +402,10 @@ def _fail_inside(writer) -> None:
 
 
 def test_an_error_inside_a_writer_leaves_no_file(tmp_path):
+    with pytest.raises(RuntimeError, match="stopped"), BcfWriter(tmp_path / "out.bcf") as writer:
+        writer.write_header(SAMPLES, ["20"], {})
+        writer.write_records([["20", "5", ".", "A", "C"]], ["."], "GT", ColumnText.from_rows(["0|1\t" * 49 + "0|0"]))
+        raise RuntimeError("stopped")
     _fail_inside(BgenWriter(tmp_path / "out.bgen", SAMPLES))
     _fail_inside(PgenWriter(tmp_path / "out.pgen", SAMPLES, N_RECORDS))
     _fail_inside(InfoWriter(tmp_path / "out.info.gz"))
@@ -436,11 +501,11 @@ def _impute(out: Path, panel: Path, target, *extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def odd_run(tmp_path_factory):
-    """The odd inputs imputed to VCF, BGEN and PGEN."""
+    """The odd inputs imputed to VCF, BCF, BGEN and PGEN."""
     directory = tmp_path_factory.mktemp("odd")
     panel, target, split = _odd_inputs(directory)
     outputs = {kind: _impute(directory / f"{kind}.{ending}", panel, target)
-               for kind, ending in (("vcf", "vcf.gz"), ("bgen", "bgen"), ("pgen", "pgen"))}
+               for kind, ending in (("vcf", "vcf.gz"), ("bcf", "bcf"), ("bgen", "bgen"), ("pgen", "pgen"))}
     return SimpleNamespace(directory=directory, panel=panel, target=target, split=split, **outputs)
 
 
@@ -499,12 +564,13 @@ def test_a_region_writes_the_records_of_the_vcf_of_that_region(odd_run, tmp_path
 
 
 @pytest.mark.parametrize("out, extra, said", [
-    ("x.vcf", [], "--out: expected an output ending in .vcf.gz, .bgen or .pgen; found "),
-    ("x.bcf", [], "--out: expected an output ending in .vcf.gz, .bgen or .pgen; found "),
+    ("x.vcf", [], "--out: expected an output ending in .vcf.gz, .bcf, .bgen or .pgen; found "),
+    ("x.bcf.gz", [], "--out: expected an output ending in .vcf.gz, .bcf, .bgen or .pgen; found "),
     ("x.bgen", ["--format", "GT:DS"], "--format: expected a .vcf.gz output (FORMAT fields are VCF's); found "),
     ("x.pgen", ["--bgen-bits", "16"], "--bgen-bits, --bgen-unphased: expected a .bgen output; found "),
     ("x.vcf.gz", ["--bgen-unphased"], "--bgen-bits, --bgen-unphased: expected a .bgen output; found "),
     ("x.chr{chrom}.bgen", [], "--out: expected a .vcf.gz output for a genome-wide run"),
+    ("x.chr{chrom}.bcf", [], "--out: expected a .vcf.gz output for a genome-wide run"),
 ])
 def test_an_output_it_cannot_write_is_refused_in_one_line(tmp_path, out, extra, said):
     result = run(["-q", "impute", str(TARGET_PHASED), "--ref", str(PANEL), "--out", str(tmp_path / out), *extra],
@@ -598,6 +664,48 @@ def test_the_pvar_carries_the_vcf_s_info_and_the_qc_page_and_audit_sit_beside_th
     assert odd_run.bgen.with_suffix(".html").exists() and odd_run.pgen.with_suffix(".html").exists()
     out = _impute(tmp_path / "audited.bgen", odd_run.panel, odd_run.target, "--audit", str(tmp_path / "audit.tsv"))
     assert (tmp_path / "audit.tsv").read_text().count("\n") > 10 and out.with_suffix(".html").exists()
+
+
+def _without_command(header: str) -> list[str]:
+    """Header lines but those naming the command (genimpute's, and bcftools' own)."""
+    return [line for line in header.splitlines() if not line.startswith(("##genimputeCommand", "##bcftools"))]
+
+
+def test_the_bcf_holds_the_records_header_and_info_file_of_the_vcf(odd_run):
+    """Every record (the multi-allelic one the panel lacks too), haploid
+    and missing calls as in the VCF, its index, the info file's bytes."""
+    body = _bcftools("view", "-H", odd_run.bcf)
+    assert body == _bcftools("view", "-H", odd_run.vcf) and body.count("\n") == len(_vcf_table(odd_run.vcf)[0])
+    records = [line.split("\t") for line in body.splitlines()]
+    assert any("," in r[4] and r[7] == "." for r in records) and any(".|." in r[9:] for r in records)
+    assert all(r[9].split(":")[0] in ("0", "1") for r in records if r[7] != ".")  # the first sample haploid
+    assert _without_command(_bcftools("view", "-h", odd_run.bcf)) == _without_command(_bcftools("view", "-h", odd_run.vcf))
+    assert _bcftools("index", "-n", odd_run.bcf).strip() == str(len(records))
+    assert info_path(odd_run.bcf).read_bytes() == info_path(odd_run.vcf).read_bytes()
+    assert odd_run.bcf.with_suffix(".html").exists()
+
+
+def _bcf_records(path: Path) -> bytes:
+    """A BCF's records as stored, uncompressed, after its header (which names the command)."""
+    raw = gzip.decompress(path.read_bytes())
+    assert raw[:5] == b"BCF\2\2"
+    return raw[9 + int.from_bytes(raw[5:9], "little"):]
+
+
+def test_bcf_batches_threads_and_region_write_the_records_of_the_vcf(odd_run, tmp_path):
+    batched = _impute(tmp_path / "batched.bcf", odd_run.panel, odd_run.target, "--batch-samples", "3")
+    threaded = tmp_path / "threaded.bcf"
+    result = subprocess.run([sys.executable, "-m", "genimpute", "-q", "--", "impute", str(odd_run.target), "--ref",
+                             str(odd_run.panel), "--out", str(threaded), "--threads", "1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    for other in (batched, threaded):
+        assert _bcf_records(other) == _bcf_records(odd_run.bcf)
+        assert info_path(other).read_bytes() == info_path(odd_run.bcf).read_bytes()
+    region = ["--region", "20:9030000-9060000"]
+    vcf = _impute(tmp_path / "region.vcf.gz", odd_run.panel, odd_run.target, *region)
+    bcf = _impute(tmp_path / "region_bcf.bcf", odd_run.panel, odd_run.target, *region)
+    assert _bcftools("view", "-H", bcf) == _bcftools("view", "-H", vcf)
+    assert 10 < _bcftools("view", "-H", bcf).count("\n") < _bcftools("view", "-H", odd_run.bcf).count("\n")
 
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "data"  # the quickstart's: 101 targets, 991 panel samples

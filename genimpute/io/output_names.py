@@ -8,17 +8,17 @@ from pathlib import Path
 from genimpute.errors import InputError
 
 # each format's ending, and the endings of the files that make it up
-FORMATS = {"vcf": (".vcf.gz", ".vcf.gz.tbi"), "bgen": (".bgen", ".sample", ".bgen.bgi"),
+FORMATS = {"vcf": (".vcf.gz", ".vcf.gz.tbi"), "bcf": (".bcf", ".bcf.csi"), "bgen": (".bgen", ".sample", ".bgen.bgi"),
            "pgen": (".pgen", ".pvar", ".psam")}
 
 
 def output_format(path: str | Path) -> str:
-    """vcf, bgen or pgen, by the name's ending; one line refusing any other."""
+    """vcf, bcf, bgen or pgen, by the name's ending; one line refusing any other."""
     name = Path(path).name
     for kind, (ending, *_) in FORMATS.items():
         if name.endswith(ending) and len(name) > len(ending):
             return kind
-    raise InputError(f"--out: expected an output ending in .vcf.gz, .bgen or .pgen; found {path}")
+    raise InputError(f"--out: expected an output ending in .vcf.gz, .bcf, .bgen or .pgen; found {path}")
 
 
 def output_stem(path: str | Path) -> Path:
@@ -34,6 +34,6 @@ def output_files(path: str | Path) -> list[Path]:
 
 
 def info_path(path: str | Path) -> Path:
-    """The info file beside an output: x.vcf.gz, x.bgen or x.pgen -> x.info.gz."""
+    """The info file beside an output: x.vcf.gz, x.bcf, x.bgen or x.pgen -> x.info.gz."""
     stem = output_stem(path)
     return stem.with_name(f"{stem.name}.info.gz")
