@@ -156,22 +156,22 @@ def _sides(gap, last):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, end, last):
+def _add_sides(out_column, r, record_gap, weights, column, start, end, last):
     """Add to record r's P(minor) the state's posterior at each typed site
     either side of it (_sides) that lies in [start, end), weighted
-    (posterior's rows: typed sites lo ..)."""
+    (column: the state's posteriors at typed sites start ..)."""
     left, right = _sides(record_gap[r], last)
     if start <= left < end:
-        out_column[r] += (1 - weights[r]) * posterior[left - lo, slot]
+        out_column[r] += (1 - weights[r]) * column[left - start]
     if start <= right < end:
-        out_column[r] += weights[r] * posterior[right - lo, slot]
+        out_column[r] += weights[r] * column[right - start]
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _add_both(out_column, r, record_gap, weights, posterior, lo, slot, last):
+def _add_both(out_column, r, record_gap, weights, column, start, last):
     """Add to record r's P(minor) the state's posterior at both typed sites either side of it, weighted."""
     left, right = _sides(record_gap[r], last)
-    out_column[r] += (1 - weights[r]) * posterior[left - lo, slot] + weights[r] * posterior[right - lo, slot]
+    out_column[r] += (1 - weights[r]) * column[left - start] + weights[r] * column[right - start]
 
 
 @nb.njit(cache=True, fastmath=FAST)
@@ -207,6 +207,9 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     many states at each site as the few that carry its posterior, and
     their records were most of the engine's time."""
     maxima = _block_maxima(posterior)
+    # a kept run's posteriors copied out of their column of `posterior` as the kept share sums them: its records
+    # read them again, from a few cache lines rather than one a typed site
+    column = np.empty(len(posterior), dtype=np.float32)
     kept_posterior = np.zeros(len(posterior), dtype=np.float32)
     skipped = False
     for e in range(segments.shape[1]):
@@ -222,9 +225,10 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
             while run_end * MAXIMA_BLOCK < stop and maxima[run_end, slot] >= floor:
                 run_end += 1
             start, end = max(first, b * MAXIMA_BLOCK), min(stop, run_end * MAXIMA_BLOCK)
-            _add_state(untyped, posterior, lo, slot, h, start + lo, end + lo, last, out_column)
             for j in range(start, end):
-                kept_posterior[j] += posterior[j, slot]
+                column[j - start] = posterior[j, slot]
+                kept_posterior[j] += column[j - start]
+            _add_state(untyped, column, h, start + lo, end + lo, last, out_column)
             b = run_end
     record_gap, weights, alt_major = untyped[2], untyped[1], untyped[6]
     if skipped:
@@ -238,9 +242,9 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _add_state(untyped, posterior, lo, slot, h, start, end, last, out_column):
-    """Add the state's posterior (column `slot`), copying haplotype h over
-    typed sites [start, end), to the records whose minor allele h carries
+def _add_state(untyped, column, h, start, end, last, out_column):
+    """Add the state's posterior (column[i] at typed site start + i),
+    copying haplotype h over typed sites [start, end), to the records whose minor allele h carries
     in the gaps those sites bound: at gap `start` and gap `end` only the
     site either side that lies in the span (the other may be another
     state's), between them both."""
@@ -248,26 +252,26 @@ def _add_state(untyped, posterior, lo, slot, h, start, end, last, out_column):
     low, high = hap_starts[h], hap_starts[h + 1]
     i = low + np.searchsorted(hap_records[low:high], gap_first[start])
     while i < high and hap_records[i] < gap_first[start + 1]:
-        _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
+        _add_sides(out_column, hap_records[i], record_gap, weights, column, start, end, last)
         i += 1
     while i < high and hap_records[i] < gap_first[end]:  # the bulk, with no tests
-        _add_both(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, last)
+        _add_both(out_column, hap_records[i], record_gap, weights, column, start, last)
         i += 1
     while i < high and hap_records[i] < gap_first[end + 1]:
-        _add_sides(out_column, hap_records[i], record_gap, weights, posterior, lo, slot, start, end, last)
+        _add_sides(out_column, hap_records[i], record_gap, weights, column, start, end, last)
         i += 1
     bits = hap_bits[h]  # the common records, likewise
     _add_common(out_column, bits, common, common_first[start], common_first[start + 1], True, record_gap,
-                weights, posterior, lo, slot, start, end, last)
+                weights, column, start, end, last)
     _add_common(out_column, bits, common, common_first[start + 1], common_first[end], False, record_gap,
-                weights, posterior, lo, slot, start, end, last)
+                weights, column, start, end, last)
     _add_common(out_column, bits, common, common_first[end], common_first[end + 1], True, record_gap,
-                weights, posterior, lo, slot, start, end, last)
+                weights, column, start, end, last)
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, weights, posterior, lo, slot, start,
-                end, last):
+def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, weights, column, start, end,
+                last):
     """As _impute_untyped adds a state's posterior to its records, to those
     of common records c_first .. c_stop - 1 (numbered among the common
     ones; records common[c]) whose bit is set in bits (a haplotype's row of
@@ -282,7 +286,7 @@ def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, we
         while word:
             r = common[64 * w + count_ones((word & (~word + np.uint64(1))) - np.uint64(1))]  # the lowest set bit's
             if sides:
-                _add_sides(out_column, r, record_gap, weights, posterior, lo, slot, start, end, last)
+                _add_sides(out_column, r, record_gap, weights, column, start, end, last)
             else:
-                _add_both(out_column, r, record_gap, weights, posterior, lo, slot, last)
+                _add_both(out_column, r, record_gap, weights, column, start, last)
             word &= word - np.uint64(1)
