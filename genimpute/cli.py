@@ -371,20 +371,27 @@ def chunks(ref, size, out):
 
 @main.command(cls=SectionedCommand, sections={"Output": ["out", "force"]})
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Merged output .vcf.gz.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Merged output .vcf.gz, or .info.gz where the inputs are info files.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs.")
 def merge(inputs, out, force):
-    """Join imputed VCF outputs of one cohort into one.
+    """Join imputed VCF outputs, or info files, of one cohort into one.
 
-    Sample batches (the same records, other samples) go side by side, INFO
-    AF and DR2 recomputed from the sums in their info files: exactly those
-    of one run over every sample. Chunks (the same samples, other records:
-    contigs, --region runs) go one after another, in the order given. The
-    merged info file is written beside OUT."""
+    VCF outputs: sample batches (the same records, other samples) go side
+    by side, INFO AF and DR2 recomputed from the sums in their info files:
+    exactly those of one run over every sample. Chunks (the same samples,
+    other records: contigs, --region runs) go one after another, in the
+    order given. The merged info file is written beside OUT.
+
+    Info files (x.info.gz, beside every output: merge those of BCF, BGEN or
+    PGEN outputs): those of sample batches, the same records in the same
+    order, are joined into one whose ALT_Frq, MAF, AvgCall, Rsq and Sums
+    are those of one run over every sample."""
     from genimpute.merge import merge as run_merge
 
     kind, records = _run(run_merge, list(inputs), out, force)
-    joined = "sample batches side by side" if kind == "samples" else "chunks one after another"
+    joined = {"samples": "sample batches side by side", "records": "chunks one after another",
+              "info": "info files of sample batches"}[kind]
     click.echo(f"wrote {out}: {records} records, {len(inputs)} {joined}")
 
 

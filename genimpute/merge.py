@@ -1,12 +1,15 @@
-"""Joining imputed VCF outputs into one (genimpute merge).
+"""Joining imputed VCF outputs, or info files, into one (genimpute merge).
 
 Sample batches of one cohort (the same records, no sample in common) are
 joined side by side: each record once, the inputs' sample columns in turn,
 INFO AF and DR2 and the info file's columns recomputed from the sum of the
 inputs' Sums (genimpute.io.info_file), exactly those of one run over every
 sample. Chunks of one cohort (the same samples, other records) are joined
-one after another. Inputs are read as text a block of records at a time,
-so memory stays bounded whatever their size.
+one after another. Info files alone (those beside BCF, BGEN and PGEN
+outputs, which are not merged) are taken for sample batches and joined the
+same way: each record once, its columns from the summed Sums. Inputs are
+read as text a block of records at a time, so memory stays bounded
+whatever their size.
 """
 
 from __future__ import annotations
@@ -29,12 +32,20 @@ from genimpute.io.vcf_writer import ColumnText, DosageSums, VcfWriter, info_valu
 _BLOCK = 2000  # records joined at a time
 _FIXED = 9  # CHROM .. FORMAT, before the sample columns
 _CHROM, _POS, _ID, _REF, _ALT, _INFO, _FORMAT = 0, 1, 2, 3, 4, 7, 8
+_INFO_FILE = ".info.gz"
+_SNP, _INFO_REF, _INFO_ALT, _ALT_FRQ, _KIND, _SUMS = 0, 1, 2, 3, 7, 8  # the info file's columns
+_IDENTITY = (_SNP, _INFO_REF, _INFO_ALT, _KIND)  # what makes two info lines the same record
 
 
 def merge(inputs: list, out: str | Path, force: bool = False) -> tuple[str, int]:
-    """Write `out` (and its info file) from the VCF outputs `inputs`; return
-    ("samples" or "records", the records written)."""
+    """Write `out` (and its info file) from the VCF outputs `inputs`, or the
+    info file `out` from the info files of sample batches `inputs`; return
+    ("samples", "records" or "info", the records written)."""
     inputs, out = [Path(p) for p in inputs], Path(out)
+    if len(inputs) < 2:
+        raise InputError(f"merge: expected two or more outputs to merge; found {len(inputs)}")
+    if any(path.name.endswith(_INFO_FILE) for path in [*inputs, out]):
+        return "info", _merge_info_files(inputs, out, force)
     _check_paths(inputs, out, force)
     samples = [_samples(path) for path in inputs]
     if all(names == samples[0] for names in samples):
@@ -57,13 +68,11 @@ def _merge_records(inputs: list[Path], out: Path, force: bool) -> int:
 
 
 def _check_paths(inputs: list[Path], out: Path, force: bool) -> None:
-    if len(inputs) < 2:
-        raise InputError(f"merge: expected two or more outputs to merge; found {len(inputs)}")
     for path in [*inputs, out]:
         kind = output_format(path)
         if kind != "vcf":
-            raise InputError(f"merge {path}: expected VCF outputs (.vcf.gz); found {kind.upper()}, which merge "
-                             "does not read yet")
+            raise InputError(f"merge {path}: expected VCF outputs (.vcf.gz) or info files (.info.gz); found "
+                             f"{kind.upper()}, which merge does not read (its info file {info_path(path)} merges)")
     for path in inputs:
         if not info_path(path).exists():
             raise InputError(f"merge {path}: expected its info file {info_path(path)} beside it (its sums "
@@ -197,9 +206,16 @@ class _Block:
             text = ColumnText(np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum([len(p) for p in pieces]))
             writer.write_records(self.fixed[at:end], info[at:end], fmt, text)
             at = end
-        known = np.array([i[3] != "-" for i in self.info])  # ALT_Frq of a multi-allelic Typed_Only record is unknown
-        info_writer.write([i[0] for i in self.info], [i[1] for i in self.info], [i[2] for i in self.info],
-                          np.where(known, af, np.nan), sums.avg_call(), dr2, kinds, sums.columns())
+        _write_info(info_writer, self.info, sums)
+
+
+def _write_info(writer: InfoWriter, lines: list, sums: DosageSums) -> None:
+    """Write the info lines of records whose fields in one batch's info file
+    are `lines`, their numbers from the Sums `sums` of every batch added up."""
+    known = np.array([line[_ALT_FRQ] != "-" for line in lines])  # a multi-allelic Typed_Only record's is unknown
+    writer.write([line[_SNP] for line in lines], [line[_INFO_REF] for line in lines],
+                 [line[_INFO_ALT] for line in lines], np.where(known, sums.af(), np.nan), sums.avg_call(), sums.r2(),
+                 [line[_KIND] for line in lines], sums.columns())
 
 
 def _lines(inputs: list[Path], row: tuple) -> list[tuple[list[str], list[str]]]:
@@ -216,3 +232,42 @@ def _lines(inputs: list[Path], row: tuple) -> list[tuple[list[str], list[str]]]:
         if pair[1] is None:
             raise InputError(f"merge {info_path(path)}: expected one line per record of {path}; found fewer")
     return [(line.decode().split("\t", _FIXED), info) for line, info in row]
+
+
+def _merge_info_files(inputs: list[Path], out: Path, force: bool) -> int:
+    """Write the info file `out` of the sample batches whose info files are
+    `inputs`; return the records written."""
+    for path in [*inputs, out]:
+        if not path.name.endswith(_INFO_FILE):
+            raise InputError(f"merge {path}: expected info files ({_INFO_FILE}) only, as the others given; "
+                             f"found {path.name}")
+    for path in inputs:
+        check_complete(path)  # a file cut short would be joined as if it ended there
+    with InfoWriter(out, force) as writer:
+        rows = itertools.zip_longest(*(info_file.records(path) for path in inputs))
+        while block := list(itertools.islice(rows, _BLOCK)):
+            for row in block:
+                _check_info_row(inputs, row)
+            sums = np.array([sum(np.array(line[_SUMS].split(","), dtype=np.int64) for line in row) for row in block])
+            _write_info(writer, [row[0] for row in block], DosageSums.from_columns(sums))
+        return writer.records
+
+
+def _record(line: list[str]) -> str:
+    return f"{line[_SNP]} {line[_INFO_REF]}>{line[_INFO_ALT]} ({line[_KIND]})"
+
+
+def _check_info_row(inputs: list[Path], row: tuple) -> None:
+    """Refuse one line of each info file unless all are the same record;
+    one line refusing a file that ended before the others."""
+    first = next(line for line in row if line is not None)
+    for path, line in zip(inputs, row):
+        if line is None:
+            raise InputError(f"merge: expected the records of every info file in each (sample batches); found "
+                             f"{path} ends before {_record(first)}")
+        if len(line) != len(info_file.COLUMNS):
+            raise InputError(f"merge {path}: expected {len(info_file.COLUMNS)} tab-separated columns; found "
+                             f"{len(line)} at {line[0]}")
+        if [line[k] for k in _IDENTITY] != [row[0][k] for k in _IDENTITY]:
+            raise InputError(f"merge: expected the records of {inputs[0]} in {path} (sample batches); found "
+                             f"{_record(line)} where {inputs[0]} has {_record(row[0])}")

@@ -1,7 +1,8 @@
 """genimpute merge: a cohort imputed in two sample halves, merged, is the
 run over the whole cohort (records, AF and DR2 exactly, and the info
-file); two --region chunks merged are the whole run's records; inputs that
-are neither batches nor chunks of one cohort are refused."""
+file); two --region chunks merged are the whole run's records; the info
+files of two halves imputed to BGEN, merged, are the whole run's; inputs
+that are neither batches nor chunks of one cohort are refused."""
 
 import gzip
 import subprocess
@@ -103,3 +104,41 @@ def test_a_chunk_cut_short_leaves_neither_output_nor_info_file(runs, tmp_path):
     out = tmp_path / "joined.vcf.gz"
     assert "cut.vcf.gz" in _refused("--out", out, runs["first"], cut)
     assert not out.exists() and not (tmp_path / "joined.info.gz").exists()
+
+
+@pytest.fixture(scope="module")
+def bgen_runs(runs):
+    """The whole cohort and its two sample halves imputed to BGEN."""
+    d = runs["dir"]
+    return {"whole": _impute(TARGET_PHASED, d / "whole_bgen.bgen"),
+            **{f"half{n}": _impute(d / f"target{n}.vcf.gz", d / f"half{n}_bgen.bgen") for n in (0, 1)}}
+
+
+def _info_file(path: Path) -> Path:
+    return path.with_name(path.name.replace(".bgen", ".info.gz").replace(".vcf.gz", ".info.gz"))
+
+
+def test_info_files_of_bgen_sample_halves_merge_to_the_whole_run_s(runs, bgen_runs):
+    merged = runs["dir"] / "merged_bgen.info.gz"
+    done = _cli("merge", "--out", merged, *(_info_file(bgen_runs[half]) for half in ("half0", "half1")))
+    assert done.returncode == 0, done.stderr
+    assert "info files of sample batches" in done.stdout
+    whole = gzip.decompress(_info_file(bgen_runs["whole"]).read_bytes())
+    assert gzip.decompress(merged.read_bytes()) == whole  # ALT_Frq, MAF, AvgCall, Rsq and Sums exactly
+    assert whole.decode() == _info(runs["whole"])  # the records of the VCF, which has no multi-allelic one here
+    assert whole.count(b"\tImputed\t") > 1000 and whole.count(b"\tGenotyped\t") > 10
+
+
+def test_info_files_not_of_one_cohort_s_sample_batches_are_refused(runs, bgen_runs, tmp_path):
+    out = tmp_path / "out.info.gz"
+    half0, half1 = _info_file(bgen_runs["half0"]), _info_file(bgen_runs["half1"])
+    stderr = _refused("--out", out, half0, _info_file(runs["half1_second"]))
+    assert "expected the records of" in stderr and "found 20:" in stderr
+    stderr = _refused("--out", out, half0, _info_file(runs["first"]))  # the first chunk's records, then none
+    assert "expected the records of every info file in each" in stderr and "first.info.gz ends before" in stderr
+    assert "expected info files (.info.gz) only" in _refused("--out", out, half0, runs["half1"])
+    assert "expected info files (.info.gz) only" in _refused("--out", tmp_path / "out.vcf.gz", half0, half1)
+    stderr = _refused("--out", tmp_path / "out.vcf.gz", bgen_runs["half0"], bgen_runs["half1"])
+    assert "expected VCF outputs (.vcf.gz) or info files (.info.gz); found BGEN" in stderr
+    assert "exists; pass --force" in _refused("--out", _info_file(runs["whole"]), half0, half1)
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary
