@@ -37,6 +37,7 @@ COLUMNS = ["SNP", "REF(0)", "ALT(1)", "ALT_Frq", "MAF", "AvgCall", "Rsq", "Genot
 HEADER = "\t".join(COLUMNS)
 KINDS = ("Imputed", "Genotyped", "Typed_Only")
 LEVEL = 6
+_KNOWN_LINE = "%s\t%s\t%s\t%.5f\t%.5f\t%.5f\t%.5f\t%s\t%d,%d,%d,%d,%d,%d"  # a record whose numbers are all known
 
 
 def _gzip(raw) -> gzip_ng.GzipFile:
@@ -70,10 +71,15 @@ def info_lines(snps: list[str], refs: list[str], alts: list[str], af, avg_call, 
     unknown = sorted(set(kind) - set(KINDS))
     if unknown:
         raise InputError(f"info file: expected kinds among {', '.join(KINDS)}; found {unknown[0]}")
+    af, avg_call, rsq = (np.asarray(column, dtype=np.float64) for column in (af, avg_call, rsq))
+    # one format per record where every number is known, the common case; _number's per value otherwise
+    known = np.isfinite(af) & np.isfinite(avg_call) & np.isfinite(rsq) & (np.asarray(kind) != "Typed_Only")
     lines = []
-    for snp, ref, alt, freq, call, r2, what, record_sums in zip(
-            snps, refs, alts, np.asarray(af, dtype=np.float64).tolist(), np.asarray(avg_call, dtype=np.float64).tolist(),
-            np.asarray(rsq, dtype=np.float64).tolist(), kind, sums.tolist()):
+    for snp, ref, alt, freq, call, r2, what, record_sums, fast in zip(
+            snps, refs, alts, af.tolist(), avg_call.tolist(), rsq.tolist(), kind, sums.tolist(), known.tolist()):
+        if fast:
+            lines.append(_KNOWN_LINE % (snp, ref, alt, freq, min(freq, 1.0 - freq), call, r2, what, *record_sums))
+            continue
         typed_only = what == "Typed_Only"
         lines.append("\t".join([snp, ref, alt, _number(freq), _number(min(freq, 1.0 - freq)),
                                 "-" if typed_only else _number(call), "-" if typed_only else _number(r2), what,
