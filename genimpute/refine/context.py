@@ -24,7 +24,7 @@ import numpy as np
 
 from genimpute.copying.hmm import _posteriors, switch_probabilities
 from genimpute.copying.model import ContigModel, Segment, selection_group
-from genimpute.copying.pbwt import _sightings, sighted_sites
+from genimpute.copying.pbwt import _sightings, count_ones, sighted_sites
 from genimpute.copying.states import _composite_states, _state_alleles
 from genimpute.copying.untyped import _impute_untyped
 
@@ -51,7 +51,8 @@ class SegmentContext:
     run: np.ndarray  # (Q, G, K, 2) int16 typed sites matched going left from the left site, right from the right
     mismatch: np.ndarray  # (Q, G, K, 2) int8 mismatches among the `near` typed sites on that side
     kept: np.ndarray  # (Q, G) float32 the K states' share of the posterior, mean of the two sites
-    n_haplotypes: int
+    n_haplotypes: int  # the reference panel's
+    switch_cm: float  # cM over which the engine switches state once on average (ContigModel.switch_cm)
 
 
 @nb.njit(cache=True)
@@ -71,16 +72,52 @@ def _allele(haplotype_words, h, j):
 
 
 @nb.njit(cache=True)
-def _match_run(haplotype_words, h, query, j, step, last):
-    """Typed sites from j on, stepping by `step`, that haplotype h matches
-    the query at before its first mismatch (a missing call matches), at most RUN_CAP."""
-    n = 0
-    while 0 <= j < last and n < RUN_CAP:
-        if query[j] >= 0 and _allele(haplotype_words, h, j) != query[j]:
-            break
-        n += 1
-        j += step
-    return n
+def _query_words(query, n_words):
+    """(alleles, called) of a query as words of bits, site j bit j % 64 of
+    word j // 64, as haplotype_words holds the panel's: XOR of the two,
+    masked by `called`, marks a haplotype's mismatches 64 sites at a time."""
+    alleles, called = np.zeros(n_words, dtype=np.uint64), np.zeros(n_words, dtype=np.uint64)
+    for j in range(len(query)):
+        if query[j] >= 0:
+            bit = np.uint64(1) << np.uint64(j & 63)
+            called[j >> 6] |= bit
+            if query[j] == 1:
+                alleles[j >> 6] |= bit
+    return alleles, called
+
+
+@nb.njit(cache=True)
+def _highest_bit(word):
+    """The index of the highest set bit of a non-zero word."""
+    for shift in (1, 2, 4, 8, 16, 32):
+        word |= word >> np.uint64(shift)
+    return count_ones(word) - 1
+
+
+@nb.njit(cache=True)
+def _match_run(haplotype_words, h, query_words, j, step, last):
+    """Typed sites from j on, stepping by `step` (1 or -1), that haplotype h
+    matches the query at before its first mismatch (a missing call
+    matches), at most RUN_CAP: a word of 64 sites at a time."""
+    alleles, called = query_words
+    n, w, bit = 0, j >> 6, j & 63
+    while n < RUN_CAP:
+        word = (haplotype_words[h, w] ^ alleles[w]) & called[w]
+        if step > 0:
+            word >>= np.uint64(bit)  # site j at bit 0
+            if word:
+                return min(n + count_ones((word & (~word + np.uint64(1))) - np.uint64(1)), last - j, RUN_CAP)
+            n, w, bit = n + 64 - bit, w + 1, 0
+            if 64 * w >= last:
+                return min(n, last - j, RUN_CAP)
+        else:
+            word <<= np.uint64(63 - bit)  # site j at bit 63
+            if word:
+                return min(n + 63 - _highest_bit(word), RUN_CAP)
+            n, w, bit = n + bit + 1, w - 1, 63
+            if w < 0:
+                return min(n, RUN_CAP)
+    return RUN_CAP
 
 
 @nb.njit(cache=True)
@@ -95,6 +132,23 @@ def _mismatches(haplotype_words, h, query, j, step, near, last):
 
 
 @nb.njit(cache=True)
+def _top_states(score, k, order):
+    """Fill order[:k] with the states of the k largest scores, largest
+    first (ties to the lower state): one pass, each score compared with the
+    smallest kept, as most states carry next to no posterior at a gap."""
+    n = 0
+    for s in range(len(score)):
+        if n == k and score[s] <= score[order[k - 1]]:
+            continue
+        i = min(n, k - 1)
+        while i > 0 and score[order[i - 1]] < score[s]:
+            order[i] = order[i - 1]
+            i -= 1
+        order[i] = s
+        n = min(n + 1, k)
+
+
+@nb.njit(cache=True)
 def _gap_states(posterior, haps_at, query, haplotype_words, core_first, last, near, hap, post, run, mismatch, kept):
     """Fill the per-gap tables of one query (SegmentContext, rows for gaps
     core_first .. core_first + G - 1, local numbering: gap g lies between
@@ -103,7 +157,8 @@ def _gap_states(posterior, haps_at, query, haplotype_words, core_first, last, ne
     posterior summed over the two sites."""
     n_rows, n_states = posterior.shape
     k = min(hap.shape[1], n_states)
-    score = np.empty(n_states, dtype=np.float32)
+    score, order = np.empty(n_states, dtype=np.float32), np.empty(k, dtype=np.int64)
+    query_words = _query_words(query, haplotype_words.shape[1])
     for gi in range(hap.shape[0]):
         g = core_first + gi
         rows = (max(g - 1, 0) - core_first, min(g, last - 1) - core_first)
@@ -111,8 +166,8 @@ def _gap_states(posterior, haps_at, query, haplotype_words, core_first, last, ne
             continue
         for s in range(n_states):
             score[s] = posterior[rows[0], s] + posterior[rows[1], s]
-        order = np.argsort(-score)[:k]
-        kept[gi] = 0.5 * score[order].sum()
+        _top_states(score, k, order)
+        kept[gi] = 0.5 * score[order[:k]].sum()
         for i in range(k):
             s = order[i]
             for side in range(2):
@@ -121,7 +176,7 @@ def _gap_states(posterior, haps_at, query, haplotype_words, core_first, last, ne
                 hap[gi, i, side], post[gi, i, side] = h, posterior[row, s]
                 if h >= 0:
                     site = row + core_first
-                    run[gi, i, side] = _match_run(haplotype_words, h, query, site, step, last)
+                    run[gi, i, side] = _match_run(haplotype_words, h, query_words, site, step, last)
                     mismatch[gi, i, side] = _mismatches(haplotype_words, h, query, site, step, near, last)
     return kept
 
@@ -184,7 +239,8 @@ def segment_context(model: ContigModel, segment: Segment, queries: np.ndarray, e
         haplotype_words, core_first, segment.core_last - first, model.jump_cm[first:last - 1], neighbours,
         max_states, s.sight_every, model.switch_cm, s.error, np.float32(s.posterior_floor), untyped, size, k, near)
     return SegmentContext(*_record_geometry(model, segment, untyped), p_alt=p_alt, hap=hap, post=post, run=run,
-                          mismatch=mismatch, kept=kept, n_haplotypes=model.panel.n_haplotypes)
+                          mismatch=mismatch, kept=kept, n_haplotypes=model.panel.n_haplotypes,
+                          switch_cm=float(model.switch_cm))
 
 
 def _record_geometry(model: ContigModel, segment: Segment, untyped: tuple) -> tuple:

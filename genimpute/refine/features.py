@@ -10,7 +10,9 @@ minor allele, how far its haplotypes match the query outwards from the
 gap, their mismatches near it, and whether the state copies one haplotype
 across the gap. Per record (RECORD_FEATURES): the engine's log-odds, the
 minor allele's frequency, the cM to the typed sites either side, the
-weight of the K states and of their carriers.
+weight of the K states and of their carriers, and the two scales that set how
+far the engine's states reach: the panel's haplotypes, and the cM across
+the record's gap over the cM between the engine's switches.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 from genimpute.refine.context import NEAR_SITES, SegmentContext
 
 STATE_FEATURES = 8
-RECORD_FEATURES = 9
+RECORD_FEATURES = 11
 LOGIT_CLIP = 12.0  # log-odds of P(alt) 6e-6 from 0 or 1: the engine's float32 sums say no more than that
 
 
@@ -62,7 +64,10 @@ def pair_features(ctx: SegmentContext, rows: np.ndarray, cols: np.ndarray) -> Pa
     maf = np.minimum(ctx.alt_freq[rows], 1 - ctx.alt_freq[rows]).astype(np.float64)
     record = np.stack([engine / LOGIT_CLIP, p_minor, np.log(maf + 1 / ctx.n_haplotypes) / 8 + 1,
                        np.log10(ctx.cm_left[rows] + 1e-5) / 5 + 1, np.log10(ctx.cm_right[rows] + 1e-5) / 5 + 1,
-                       w[:, 0], ctx.kept[cols, gap], weight.sum(1), carrier.sum(1)], -1).astype(np.float32)
+                       w[:, 0], ctx.kept[cols, gap], weight.sum(1), carrier.sum(1),
+                       np.full(len(rows), np.log2(ctx.n_haplotypes) / 8 - 1),
+                       np.log10((ctx.cm_left[rows] + ctx.cm_right[rows]) / ctx.switch_cm + 1e-4) / 2 + 1],
+                      -1).astype(np.float32)
     return Pairs(states, record, engine, minor_is_alt)
 
 

@@ -16,8 +16,10 @@ from torch import nn
 from genimpute.refine.attention import StateAttentionRefiner
 from genimpute.refine.features import Pairs
 from genimpute.refine.models import AffineRefiner, SummaryRefiner
+from genimpute.refine.reweight import ReweightRefiner
 
-BACKBONES = {"affine": AffineRefiner, "mlp": SummaryRefiner, "attention": StateAttentionRefiner}
+BACKBONES = {"affine": AffineRefiner, "mlp": SummaryRefiner, "reweight": ReweightRefiner,
+             "attention": StateAttentionRefiner}
 
 
 @dataclass
