@@ -169,6 +169,11 @@ def _put_call(out, at, ds_on, hds_on, gp_on, a, b, haploid, gt_table, gt_lengths
     return at
 
 
+# each P(alt) of a diploid call below this prints as REF|REF whatever the fields: DS and HDS round to 0 and GP
+# to (1, 0, 0) at three decimals, as the sum of the two is below 0.4 / _RESOLUTION
+_SURELY_HOM_REF = 0.2 / _RESOLUTION
+
+
 @nb.njit(cache=True, inline="always")
 def _prints_hom_ref(ds_on, hds_on, gp_on, a, b, haploid):
     """Whether a call's fields (flags of DS, HDS, GP after GT) print as
@@ -179,7 +184,7 @@ def _prints_hom_ref(ds_on, hds_on, gp_on, a, b, haploid):
     rounding."""
     if haploid:
         return False
-    if a == 0 and b == 0:
+    if a < _SURELY_HOM_REF and b < _SURELY_HOM_REF:  # most calls: their rounding is then known without doing it
         return True
     gt, ds, gp0, gp1, gp2 = _call_rows(a, b, False)
     if gt != 0 or (ds_on and ds != 0) or (gp_on and (gp0 != _RESOLUTION or gp1 != 0 or gp2 != 0)):
