@@ -76,8 +76,8 @@ def _output_settings(out, fields: str | None, bgen_bits: int | None, bgen_unphas
     from genimpute.outputs import OutputSettings
 
     kind = output_format(out)
-    if fields is not None and kind != "vcf":
-        raise InputError(f"--format: expected a .vcf.gz output (FORMAT fields are VCF's); found {out}")
+    if fields is not None and kind not in ("vcf", "bcf"):
+        raise InputError(f"--format: expected a .vcf.gz or .bcf output (FORMAT fields are VCF's); found {out}")
     if (bgen_bits is not None or bgen_unphased) and kind != "bgen":
         raise InputError(f"--bgen-bits, --bgen-unphased: expected a .bgen output; found {out}")
     if bgen_bits is not None and not 1 <= bgen_bits <= 32:

@@ -12,7 +12,7 @@ files (a chrX shipped as PAR1, non-PAR and PAR2) is imputed from each file
 over the stretch between that file's first record and the next file's.
 Every piece is written to a scratch directory beside the output, with
 its info file, and the outputs and theirs are published only once every
-contig has succeeded. Outputs are VCF: BGEN and PGEN are written by
+contig has succeeded. Outputs are VCF: BCF, BGEN and PGEN are written by
 per-chromosome runs. The run has one QC page (x.chr{chrom}.vcf.gz gives
 x.html), its pieces' reports joined.
 """
@@ -136,7 +136,7 @@ def impute_genome(target: str | Path, refs: list, out: str, region: Region | Non
         raise InputError("--audit: expected one panel; with several, run impute per panel for its audit")
     if output_format(out) != "vcf":
         raise InputError(f"--out: expected a .vcf.gz output for a genome-wide run (several --ref, a pattern, "
-                         f"or {CHROM_FIELD}); found {out} (for BGEN or PGEN, run impute per chromosome)")
+                         f"or {CHROM_FIELD}); found {out} (for BCF, BGEN or PGEN, run impute per chromosome)")
     started, panels = time.monotonic(), expand_panels(refs)
     contigs = list(target_contig_spans(target))
     outputs = output_names(out, contigs)

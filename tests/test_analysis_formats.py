@@ -566,7 +566,7 @@ def test_a_region_writes_the_records_of_the_vcf_of_that_region(odd_run, tmp_path
 @pytest.mark.parametrize("out, extra, said", [
     ("x.vcf", [], "--out: expected an output ending in .vcf.gz, .bcf, .bgen or .pgen; found "),
     ("x.bcf.gz", [], "--out: expected an output ending in .vcf.gz, .bcf, .bgen or .pgen; found "),
-    ("x.bgen", ["--format", "GT:DS"], "--format: expected a .vcf.gz output (FORMAT fields are VCF's); found "),
+    ("x.bgen", ["--format", "GT:DS"], "--format: expected a .vcf.gz or .bcf output (FORMAT fields are VCF's); found "),
     ("x.pgen", ["--bgen-bits", "16"], "--bgen-bits, --bgen-unphased: expected a .bgen output; found "),
     ("x.vcf.gz", ["--bgen-unphased"], "--bgen-bits, --bgen-unphased: expected a .bgen output; found "),
     ("x.chr{chrom}.bgen", [], "--out: expected a .vcf.gz output for a genome-wide run"),
@@ -706,6 +706,9 @@ def test_bcf_batches_threads_and_region_write_the_records_of_the_vcf(odd_run, tm
     bcf = _impute(tmp_path / "region_bcf.bcf", odd_run.panel, odd_run.target, *region)
     assert _bcftools("view", "-H", bcf) == _bcftools("view", "-H", vcf)
     assert 10 < _bcftools("view", "-H", bcf).count("\n") < _bcftools("view", "-H", odd_run.bcf).count("\n")
+    vcf = _impute(tmp_path / "fields_vcf.vcf.gz", odd_run.panel, odd_run.target, *region, "--format", "GT:DS")
+    bcf = _impute(tmp_path / "fields_bcf.bcf", odd_run.panel, odd_run.target, *region, "--format", "GT:DS")
+    assert _bcftools("view", "-H", bcf) == _bcftools("view", "-H", vcf) and "\tGT:DS\t" in _bcftools("view", "-H", bcf)
 
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "data"  # the quickstart's: 101 targets, 991 panel samples
