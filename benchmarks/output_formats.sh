@@ -26,6 +26,7 @@ threads=${THREADS:-2}
 export ROUNDS=${ROUNDS:-1}  # read by lib.sh's median_of
 example=$root/examples/data
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: the warm-up directory is made after the cd below
 cd "$out"
 source "$root/benchmarks/lib.sh"
 
