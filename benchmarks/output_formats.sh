@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What each output format costs: the same impute job written as VCF
-# GT:DS:GP (the default), VCF GT:DS, BGEN with 8 bits per probability and
-# PGEN; prints each one's wall time, peak RSS and size (the output with its
-# index, samples or variants file; the info file, the same for all four, left
+# GT:DS:GP (the default), VCF GT:DS, BCF GT:DS:GP, BGEN with 8 bits per
+# probability and PGEN; prints each one's wall time, peak RSS and size (the output with its
+# index, samples or variants file; the info file, the same for all five, left
 # out), then each one's ratios to VCF GT:DS:GP. The QC page is skipped
 # (--no-html): it is the same whatever the format.
 #
@@ -44,10 +44,10 @@ compact=$job.gpanel
 [[ -s $compact ]] || genimpute -q panel "$panel" --map "$map" --out "$compact"
 
 # each format: its name, the --out ending, the extra flags, and the endings of the files it is made of
-names=(vcf_gt_ds_gp vcf_gt_ds bgen_8_bits pgen)
-endings=(vcf.gz vcf.gz bgen pgen)
-flags=("" "--format GT:DS" "" "")
-files=("vcf.gz vcf.gz.tbi" "vcf.gz vcf.gz.tbi" "bgen sample bgen.bgi" "pgen pvar psam")
+names=(vcf_gt_ds_gp vcf_gt_ds bcf_gt_ds_gp bgen_8_bits pgen)
+endings=(vcf.gz vcf.gz bcf bgen pgen)
+flags=("" "--format GT:DS" "" "" "")
+files=("vcf.gz vcf.gz.tbi" "vcf.gz vcf.gz.tbi" "bcf bcf.csi" "bgen sample bgen.bgi" "pgen pvar psam")
 
 warm=$(mktemp -d "$out/.warm.XXXX")
 for i in "${!names[@]}"; do  # compiles (once per installation) the writers' code too
