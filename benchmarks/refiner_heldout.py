@@ -18,7 +18,8 @@ bins of each task where it lowered the validation samples' error in the
 training half of the records. Error: 1 - aggregate r2 of dosages pooled
 in ALT copies (benchmarks/paired_errors.py), by reference-panel MAF bin,
 with 90% bootstrap intervals over the evaluation samples of the refined
-error less the engine's.
+error less the engine's. Times are CPU seconds (all threads: numba's and
+torch's), which other work on the machine inflates far less than wall time.
 
     nice -n 19 timeout 900 python benchmarks/refiner_heldout.py [--tasks dev_omni25,dev_quarter,sim]
         [--held-out 100] [--seed 1] [--backbones affine,mlp,reweight,attention] [--epochs 8] [--max-pairs N]
@@ -83,8 +84,8 @@ class Task:
     valid_queries: np.ndarray = None
     eval_queries: np.ndarray = None
     midpoint: float = 0.0  # records before it train, from it are scored
-    engine_seconds: float = 0.0  # the engine's own time for all queries
-    context_seconds: float = 0.0
+    engine_seconds: float = 0.0  # the engine's own CPU time (all threads) for the scored queries
+    context_seconds: float = 0.0  # the context's, for all queries
     positions: np.ndarray = None  # the panel's positions
 
 
@@ -105,16 +106,16 @@ def build_task(name: str, n_held_out: int, seed: int, k: int = TOP_STATES, log=p
         if not task.contexts:  # loaded from numba's cache (or compiled) before anything is timed
             model.probabilities(segment, queries[:, :2], excluded[:2])
             segment_context(model, segment, queries[:, :2])
-        started = time.monotonic()
+        started = time.process_time()
         model.probabilities(segment, queries[:, task.eval_queries], excluded[task.eval_queries])
-        task.engine_seconds += time.monotonic() - started
-        started = time.monotonic()
+        task.engine_seconds += time.process_time() - started
+        started = time.process_time()
         ctx = segment_context(model, segment, queries, k=k)
-        task.context_seconds += time.monotonic() - started
+        task.context_seconds += time.process_time() - started
         task.contexts.append((ctx, split.haplotypes[ctx.records]))
     log(f"{name}: {panel.n_haplotypes} panel haplotypes, {typed.sum()} typed, {len(task.contexts)} segments, "
-        f"{queries.shape[1]} held-out haplotypes; engine {task.engine_seconds:.1f} s for the "
-        f"{len(task.eval_queries)} scored, context {task.context_seconds:.1f} s for all")
+        f"{queries.shape[1]} held-out haplotypes; engine {task.engine_seconds:.1f} CPU s for "
+        f"the {len(task.eval_queries)} scored, context {task.context_seconds:.1f} CPU s for all")
     return task
 
 
@@ -143,7 +144,7 @@ def joined(sets: list) -> Examples:
 
 def scored(task: Task, model, unsure: float, queries: np.ndarray, first_half: bool, gate=None) -> tuple:
     """(dosages (V, N), true counts (V, N), MAF bins (V,), the refiner's
-    seconds) of one half of the task's records and the samples of
+    CPU seconds) of one half of the task's records and the samples of
     `queries`, P(alt) the engine's, corrected by `model` where it is unsure
     (None: the engine's alone) in the MAF bins that `gate` (bool by bin) marks (None: all)."""
     dosage, truth, bins, seconds = [], [], [], 0.0
@@ -153,12 +154,12 @@ def scored(task: Task, model, unsure: float, queries: np.ndarray, first_half: bo
         record_bins = maf_bin(np.minimum(freq, 1 - freq))
         p = ctx.p_alt.astype(np.float64).copy()
         if model is not None:
-            started = time.monotonic()
+            started = time.process_time()
             corrected = records if gate is None else records & gate[record_bins]
             rows, cols = unsure_pairs(ctx, queries, corrected, unsure)
             pairs = pair_features(ctx, rows, cols)
             p[rows, cols] = alt_probability(pairs, corrections(model, Examples.of(pairs)))
-            seconds += time.monotonic() - started
+            seconds += time.process_time() - started
         p, a = p[records][:, queries], alleles[records][:, queries].astype(np.float64)
         dosage.append(p[:, 0::2] + p[:, 1::2])
         truth.append(a[:, 0::2] + a[:, 1::2])
@@ -194,7 +195,7 @@ def report_task(task: Task, models: dict, unsure: float, log=print) -> dict:
                          "context_seconds_per_haplotype": task.context_seconds / len(task.contexts[0][0].p_alt[0])}}
     log(f"{task.name}: {len(bins)} scored variants x {n_haps // 2} samples; bins {' '.join(BIN_LABELS)}")
     log(f"  engine          all {overall:.4g} | {' '.join(f'{e:.3g}' for e in by_bin)} | "
-        f"{1e3 * task.engine_seconds / n_haps:.2f} ms/haplotype")
+        f"{1e3 * task.engine_seconds / n_haps:.2f} CPU ms/haplotype")
     for name, model in models.items():
         gate = gate_of(task, model, unsure)
         for label, chosen in ((name, None), (f"{name}+gate", gate)):
@@ -204,7 +205,7 @@ def report_task(task: Task, models: dict, unsure: float, log=print) -> dict:
                 r["gate"] = gate.tolist()
             low, high = r["difference_interval_samples"]
             log(f"  {label:15s} all {r['error']:.4g} (x{r['ratio']:.3f}, 90% [{low:+.2g}, {high:+.2g}]) | "
-                f"{' '.join(f'{x:.3f}' for x in r['ratio_by_bin'])} | {1e3 * seconds / n_haps:.2f} ms/haplotype")
+                f"{' '.join(f'{x:.3f}' for x in r['ratio_by_bin'])} | {1e3 * seconds / n_haps:.2f} CPU ms/haplotype")
     return result
 
 
