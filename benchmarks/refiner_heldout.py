@@ -223,29 +223,44 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-pairs", type=int, default=0,
                         help="train on at most this many of the training pairs, a seeded draw (0: all)")
+    parser.add_argument("--per-task", action="store_true", help="a refiner per task, trained on its pairs alone")
     parser.add_argument("--out", default=None, help="JSON file for the figures")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     tasks = [build_task(name, args.held_out, args.seed, args.states) for name in args.tasks.split(",")]
+    if args.per_task:  # one refiner per task, from its own pairs alone
+        results = {"args": vars(args), "tasks": {}, "backbones": {}, "training_pairs": {}}
+        for task in tasks:
+            models, facts, pairs = train_models([task], args)
+            results["tasks"][task.name] = report_task(task, models, args.unsure)
+            results["backbones"], results["training_pairs"][task.name] = facts, pairs
+    else:
+        models, facts, pairs = train_models(tasks, args)
+        results = {"args": vars(args), "backbones": facts, "training_pairs": pairs,
+                   "tasks": {t.name: report_task(t, models, args.unsure) for t in tasks}}
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+
+
+def train_models(tasks: list, args) -> tuple[dict, dict, int]:
+    """({backbone: refiner}, {backbone: parameters and training seconds},
+    training pairs) of refiners trained on the tasks' pairs together."""
     train = joined([e for t in tasks for e in examples(t, t.train_queries, True, args.unsure)[0]])
     valid = joined([e for t in tasks for e in examples(t, t.valid_queries, True, args.unsure)[0]])
     if 0 < args.max_pairs < len(train):
         drawn = torch.from_numpy(np.sort(np.random.default_rng(args.seed).choice(len(train), args.max_pairs, False)))
         train = Examples(*train.batch(drawn))
-    print(f"training pairs {len(train)}, validation pairs {len(valid)} (unsure: P(alt) in ({args.unsure:g}, "
-          f"1 - {args.unsure:g}))")
+    print(f"{', '.join(t.name for t in tasks)}: training pairs {len(train)}, validation pairs {len(valid)} "
+          f"(unsure: P(alt) in ({args.unsure:g}, 1 - {args.unsure:g}))", flush=True)
     models, facts = {}, {}
     for name in args.backbones.split(","):
         started = time.monotonic()
-        model = fit(build(name, args.seed), train, valid, epochs=args.epochs, batch=args.batch, lr=args.lr, seed=args.seed)
+        model = fit(build(name, args.seed), train, valid, epochs=args.epochs, batch=args.batch, lr=args.lr,
+                    seed=args.seed)
         facts[name] = {"parameters": parameters(model), "train_seconds": time.monotonic() - started}
-        print(f"{name}: {parameters(model)} parameters, trained in {facts[name]['train_seconds']:.0f} s")
+        print(f"{name}: {parameters(model)} parameters, trained in {facts[name]['train_seconds']:.0f} s", flush=True)
         models[name] = model
-    results = {"args": vars(args), "backbones": facts, "training_pairs": len(train),
-               "tasks": {t.name: report_task(t, models, args.unsure) for t in tasks}}
-    if args.out:
-        Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
-
+    return models, facts, len(train)
 
 if __name__ == "__main__":
     main()
