@@ -25,7 +25,7 @@ from genimpute.refine.context import NEAR_SITES, SegmentContext
 
 STATE_FEATURES = 8
 RECORD_FEATURES = 11
-LOGIT_CLIP = 12.0  # log-odds of P(alt) 6e-6 from 0 or 1: the engine's float32 sums say no more than that
+LOGIT_CLIP = 12.0  # log-odds clipped here: the engine's float32 sums resolve P(alt) no closer to 0 or 1
 
 
 @dataclass
