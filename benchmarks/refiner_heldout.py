@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from paired_errors import bin_errors, bootstrap_difference, cell_sums
 
 from genimpute.config import CopyingSettings
 from genimpute.copying import ContigModel
@@ -49,7 +50,6 @@ from genimpute.refine.context import TOP_STATES, segment_context
 from genimpute.refine.features import alt_probability, minor_truth, pair_features
 from genimpute.refine.heldout import held_out, uniform_map
 from genimpute.refine.train import Examples, build, corrections, fit, parameters
-from paired_errors import bin_errors, bootstrap_difference, cell_sums
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 MAP = DATA / "maps" / "plink.chr20.GRCh37.map"
@@ -97,7 +97,7 @@ def build_task(name: str, n_held_out: int, seed: int, k: int = TOP_STATES, log=p
     queries = np.ascontiguousarray(split.haplotypes[model.typed_rows].astype(np.int8))
     samples = np.random.default_rng(seed + 1).permutation(n_held_out)
     n_train, n_valid = int(0.4 * n_held_out), int(0.2 * n_held_out)
-    haps = lambda s: np.sort(np.concatenate([2 * s, 2 * s + 1]))  # noqa: E731
+    haps = lambda s: np.sort(np.concatenate([2 * s, 2 * s + 1]))
     task = Task(name, train_queries=haps(samples[:n_train]), valid_queries=haps(samples[n_train:n_train + n_valid]),
                 eval_queries=haps(samples[n_train + n_valid:]), positions=panel.positions)
     task.midpoint = float(np.median(panel.positions))
@@ -190,7 +190,7 @@ def report_task(task: Task, models: dict, unsure: float, log=print) -> dict:
     engine, truth, bins, _ = scored(task, None, unsure, task.eval_queries, False)
     overall, by_bin = bin_errors(engine, truth, bins)
     n_haps = len(task.eval_queries)
-    result = {"variants": int(len(bins)), "variants_by_bin": np.bincount(bins, minlength=len(BIN_LABELS)).tolist(),
+    result = {"variants": len(bins), "variants_by_bin": np.bincount(bins, minlength=len(BIN_LABELS)).tolist(),
               "engine": {"error": overall, "by_bin": by_bin, "seconds_per_haplotype": task.engine_seconds / n_haps,
                          "context_seconds_per_haplotype": task.context_seconds / len(task.contexts[0][0].p_alt[0])}}
     log(f"{task.name}: {len(bins)} scored variants x {n_haps // 2} samples; bins {' '.join(BIN_LABELS)}")

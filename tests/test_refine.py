@@ -11,10 +11,13 @@ from genimpute.copying import ContigModel
 from genimpute.io.array_list import read_array_list
 from genimpute.panel import ReferencePanel, array_typed_mask
 from genimpute.refine.context import NEAR_SITES, segment_context
-from genimpute.refine.features import RECORD_FEATURES, STATE_FEATURES, alt_probability, pair_features
+from genimpute.refine.features import (
+    RECORD_FEATURES,
+    STATE_FEATURES,
+    alt_probability,
+    pair_features,
+)
 from genimpute.refine.heldout import held_out
-
-torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,7 @@ def test_the_states_carry_the_engines_p_alt(split):
 
 
 def test_runs_and_mismatches_are_those_of_the_states_haplotypes(context, split):
-    model, segment, queries, ctx = context
+    model, _, queries, ctx = context
     alleles = split[0].reference.haplotypes(model.typed_rows)  # (t, H)
     q, gi = 5, 30
     for i in range(3):
@@ -96,6 +99,7 @@ def test_the_context_is_deterministic(context):
 
 @pytest.mark.parametrize("backbone", ["affine", "mlp", "reweight", "attention"])
 def test_an_untrained_refiner_leaves_p_alt_as_it_is(context, backbone):
+    pytest.importorskip("torch")
     from genimpute.refine.train import Examples, build, corrections
 
     model, segment, queries, _ = context
@@ -111,6 +115,7 @@ def test_an_untrained_refiner_leaves_p_alt_as_it_is(context, backbone):
 
 
 def test_training_is_deterministic(context):
+    pytest.importorskip("torch")
     from genimpute.refine.train import Examples, build, corrections, fit
 
     model, segment, queries, _ = context

@@ -155,7 +155,7 @@ def _gap_states(posterior, haps_at, query, haplotype_words, core_first, last, ne
     typed sites g - 1 and g) from its posterior and state haplotypes (rows:
     typed sites core_first ..). The states kept are the K of largest
     posterior summed over the two sites."""
-    n_rows, n_states = posterior.shape
+    n_states = posterior.shape[1]
     k = min(hap.shape[1], n_states)
     score, order = np.empty(n_states, dtype=np.float32), np.empty(k, dtype=np.int64)
     query_words = _query_words(query, haplotype_words.shape[1])

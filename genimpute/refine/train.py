@@ -32,7 +32,7 @@ class Examples:
     target: torch.Tensor
 
     @classmethod
-    def of(cls, pairs: Pairs, target: np.ndarray | None = None) -> "Examples":
+    def of(cls, pairs: Pairs, target: np.ndarray | None = None) -> Examples:
         target = np.zeros(len(pairs.logit), np.float32) if target is None else target
         return cls(*(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
                      for x in (pairs.record, pairs.states, pairs.logit, target)))
