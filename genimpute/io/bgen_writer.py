@@ -197,6 +197,18 @@ def _missing(p1, p2, haploid, v, s):
 
 
 @nb.njit(cache=True)
+def _put_ploidies(out, at, p1, p2, haploid, v):
+    """Each call's ploidy byte of record v at out[at:]: 1 or 2, its top bit
+    set where the call is missing (as _missing tells), in bitwise arithmetic:
+    with a conditional for each part, and a short-circuit test, this loop
+    took most of the writer's time."""
+    for s in range(p1.shape[1]):
+        a, b, one = p1[v, s], p2[v, s], haploid[v, s]
+        missing = np.isnan(a) | (np.isnan(b) & ~one)
+        out[at + s] = np.uint8(2 - np.uint8(one)) | (np.uint8(missing) << np.uint8(7))
+
+
+@nb.njit(cache=True)
 def _put_block(out, at, p1, p2, haploid, v, bits, phased):
     """Record v's probability data (layout 2) at out[at:]: sample count,
     allele count, least and greatest ploidy, each call's ploidy (its top bit
@@ -211,8 +223,7 @@ def _put_block(out, at, p1, p2, haploid, v, bits, phased):
     out[at + 6] = 1 if n_haploid > 0 else 2
     out[at + 7] = 1 if n_haploid == n_samples else 2
     at += 8
-    for s in range(n_samples):
-        out[at + s] = (1 if haploid[v, s] else 2) | (0x80 if _missing(p1, p2, haploid, v, s) else 0)
+    _put_ploidies(out, at, p1, p2, haploid, v)
     at += n_samples
     out[at], out[at + 1] = (1 if phased[v] else 0), bits
     at += 2
