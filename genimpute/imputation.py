@@ -275,9 +275,7 @@ def _contigs_to_write(panel: ReferencePanel, header_contigs: list, region: Regio
         raise InputError(f"--region {region}: expected a contig of the target "
                          f"({', '.join(c.name for c in header_contigs)}); found {region.contig}")
     keys = np.array([panel.contig_key(c) for c in range(len(panel.contig_names))])
-    in_region = (keys[panel.contig_index] == region.key) & (panel.positions >= region.start)
-    if region.end is not None:
-        in_region &= panel.positions <= region.end
+    in_region = region.contains_each(keys[panel.contig_index], panel.positions)
     if contigs[0].panel_index is None:
         log.info("--region %s: contig %s is not in the panel; its target records are passed through", region,
                  region.contig)

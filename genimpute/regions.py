@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from genimpute.errors import InputError
 from genimpute.io.contigs import normalise_contig
 
@@ -31,6 +33,12 @@ class Region:
 
     def contains(self, contig_key: str, pos: int) -> bool:
         return contig_key == self.key and self.start <= pos and (self.end is None or pos <= self.end)
+
+    def contains_each(self, contig_keys: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """(n,) bool: contains() of each record, by its contig key and 1-based position."""
+        positions = np.asarray(positions)
+        inside = (np.asarray(contig_keys) == self.key) & (positions >= self.start)
+        return inside if self.end is None else inside & (positions <= self.end)
 
     def __str__(self) -> str:
         return f"{self.contig}:{self.start}-{'' if self.end is None else self.end}"

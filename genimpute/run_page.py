@@ -61,9 +61,8 @@ def _in_region(records, region) -> np.ndarray:
     if region is None:
         return np.ones(len(positions), dtype=bool)
     names, which = np.unique(np.asarray(records.contigs, dtype=object), return_inverse=True)
-    on_contig = np.array([normalise_contig(n) == region.key for n in names], dtype=bool)[which.ravel()]
-    end = np.iinfo(np.int64).max if region.end is None else region.end
-    return on_contig & (positions >= region.start) & (positions <= end)
+    keys = np.array([normalise_contig(n) for n in names], dtype=object)[which.ravel()]
+    return region.contains_each(keys, positions)
 
 
 def combined_report(reports: list, pieces: pd.DataFrame, seconds: float) -> RunReport:
