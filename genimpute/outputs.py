@@ -87,12 +87,14 @@ class _Output(abc.ABC):
         return Calls.of_alleles(alleles, phased)
 
     def write_panel(self, fixed: list, columns, sums: DosageSums, missing_calls: np.ndarray,
-                    typed: np.ndarray) -> None:
+                    typed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Write panel records (fixed: [CHROM, POS, ID, REF, ALT] each) and
-        their info lines, from the sums over every sample."""
+        their info lines, from the sums over every sample; return the AF and
+        DR2 written (V,) each."""
         af, dr2 = sums.af(), sums.r2()
         self._records(fixed, info_values(af, dr2, missing_calls, typed), columns, passed=False)
         self._info(fixed, af, sums.avg_call(), dr2, np.where(typed, "Genotyped", "Imputed").tolist(), sums)
+        return af, dr2
 
     def write_passed(self, fixed: list, columns, sums: DosageSums) -> None:
         """Write passed-through target records and their info lines

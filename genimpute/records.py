@@ -210,13 +210,13 @@ def _write_chunks(output, spool: ColumnSpool | None, formatters: list, chunks: l
 
 def _write_chunk(output, chunk: _Chunk, total: _Part, columns, fixed, quality: WrittenQuality | None = None) -> None:
     """Write a chunk's records, with INFO and info lines from their sums
-    over every sample (and their AF and DR2 to `quality`)."""
+    over every sample (and the AF and DR2 written to `quality`)."""
     if chunk.passed:
         output.write_passed(fixed(chunk), columns, total.sums)
         return
-    output.write_panel(fixed(chunk), columns, total.sums, total.missing_calls, chunk.typed)
+    af, dr2 = output.write_panel(fixed(chunk), columns, total.sums, total.missing_calls, chunk.typed)
     if quality is not None:
-        quality.add(total.sums.af(), total.sums.r2(), ~chunk.typed)
+        quality.add(af, dr2, ~chunk.typed)
 
 
 class WrittenQuality:
