@@ -189,14 +189,14 @@ class _Block:
         self.formats.append(first[_FORMAT])
         self.columns.append("\t".join(fields[_FIXED].rstrip("\n") for fields, _ in lines).encode() + b"\n")
         self.info.append(info)
-        self.sums.append(sum(np.array(i[8].split(","), dtype=np.int64) for _, i in lines))
+        self.sums.append(_summed([line_info for _, line_info in lines]))
         self.missing.append(sum(_impmiss(fields[_INFO]) for fields, _ in lines))
 
     def write(self, writer: VcfWriter, info_writer: InfoWriter) -> None:
         """Write the block's records and info lines, AF, DR2 and AvgCall from the summed sums."""
         sums = DosageSums.from_columns(np.array(self.sums))
         af, dr2 = sums.af(), sums.r2()
-        kinds = [i[7] for i in self.info]
+        kinds = [i[_KIND] for i in self.info]
         info = info_values(af, dr2, np.array(self.missing), np.array([k == "Genotyped" for k in kinds]))
         info = ["." if kind == "Typed_Only" else text for kind, text in zip(kinds, info)]
         at = 0
@@ -207,6 +207,11 @@ class _Block:
             writer.write_records(self.fixed[at:end], info[at:end], fmt, text)
             at = end
         _write_info(info_writer, self.info, sums)
+
+
+def _summed(lines: list) -> np.ndarray:
+    """(6,) int64: the Sums of one record's info lines (one a batch), added up."""
+    return sum(np.array(line[_SUMS].split(","), dtype=np.int64) for line in lines)
 
 
 def _write_info(writer: InfoWriter, lines: list, sums: DosageSums) -> None:
@@ -248,7 +253,7 @@ def _merge_info_files(inputs: list[Path], out: Path, force: bool) -> int:
         while block := list(itertools.islice(rows, _BLOCK)):
             for row in block:
                 _check_info_row(inputs, row)
-            sums = np.array([sum(np.array(line[_SUMS].split(","), dtype=np.int64) for line in row) for row in block])
+            sums = np.array([_summed(row) for row in block])
             _write_info(writer, [row[0] for row in block], DosageSums.from_columns(sums))
         return writer.records
 
