@@ -260,7 +260,7 @@ _IMPUTE_SECTIONS = {
               help="Effective population size in the copying engine's switch rate.")
 @click.option("--phaser", type=click.Choice(["auto", *PHASERS, BUILT_IN_PHASER, "none"]), default="auto",
               show_default=True, help="For an unphased TARGET; auto: beagle, shapeit4, else genimpute's own.")
-@click.option("--validate", is_flag=True, help="Hide a share of typed sites, impute them, report empirical r2.")
+@click.option("--validate", is_flag=True, help="Hide a share of typed sites, impute them, report empirical r2 (and LooRsq in the info file).")
 @click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True,
               help="Share of typed sites --validate hides.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")
@@ -280,7 +280,8 @@ def impute(ctx, target, ref, model_dir, genetic_map, region, out, fields, bgen_b
     ends in: an indexed bgzipped VCF with INFO AF, DR2 and IMP (.vcf.gz),
     BGEN v1.2 with .sample and .bgi (.bgen), or PLINK 2's .pgen, .pvar and
     .psam (.pgen). Beside it go an info file (OUT.info.gz: AF, AvgCall and
-    DR2 of each record, as Minimac4 writes) and a QC page (OUT.html:
+    DR2 of each record, and with --validate the hidden records' LooRsq, as
+    Minimac4 writes) and a QC page (OUT.html:
     inputs, allele frequencies against the panel, samples, DR2 by MAF bin).
     An output that another run wrote meanwhile is never replaced without
     --force."""
@@ -385,8 +386,8 @@ def merge(inputs, out, force):
 
     Info files (x.info.gz, beside every output: merge those of BCF, BGEN or
     PGEN outputs): those of sample batches, the same records in the same
-    order, are joined into one whose ALT_Frq, MAF, AvgCall, Rsq and Sums
-    are those of one run over every sample."""
+    order, are joined into one whose ALT_Frq, MAF, AvgCall, Rsq, LooRsq and
+    sums are those of one run over every sample."""
     from genimpute.merge import merge as run_merge
 
     kind, records = _run(run_merge, list(inputs), out, force)

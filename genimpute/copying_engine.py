@@ -104,5 +104,5 @@ class CopyingEngine:
         from genimpute.validation import masked_sites, score
 
         masked = masked_sites(self.panel, self.typed_mask, fraction, seed, eligible)
-        predictions = (self._at_sites(int(c), masked, hide=True)[1:] for c in np.unique(self.panel.contig_index[masked]))
+        predictions = (self._at_sites(int(c), masked, hide=True) for c in np.unique(self.panel.contig_index[masked]))
         return score(predictions, fraction, seed, int(masked.sum()))

@@ -84,7 +84,7 @@ def impute(
         engine = _engine(source, panel, aln, copying, matches.in_panel)
         windows, n_windows = _windows(engine, contigs, in_region, target, aln)
         meta = _header_meta(engine, ref, phased_by)
-        validation = _validation(engine, validate_fraction, seed, in_region, meta)
+        validation, written.hidden = _validation(engine, validate_fraction, seed, in_region, meta)
         filled = engine.fill_missing(in_region)
         records = CohortRecords(panel, target, aln, engine.typed_mask, filled, written,
                                 samples_per_batch(batch_samples, windows))
@@ -286,14 +286,16 @@ def _contigs_to_write(panel: ReferencePanel, header_contigs: list, region: Regio
 
 def _validation(engine, fraction: float | None, seed: int, in_region: np.ndarray, meta: dict):
     """With `fraction`, the engine's estimate of its accuracy on that
-    fraction of the typed sites, hidden; logged and put in the header `meta`."""
+    fraction of the typed sites, hidden, logged and put in the header
+    `meta`, and the hidden records' sums (genimpute.validation.score);
+    (None, None) without."""
     if fraction is None:
-        return None
-    validation = engine.validate(fraction, seed, in_region)
+        return None, None
+    validation, hidden = engine.validate(fraction, seed, in_region)
     meta["genimputeValidation"] = validation.header_value()
     log.info("validation: %d typed sites hidden and imputed: empirical r2 %.4f, concordance %.4f",
              validation.masked_sites, validation.empirical_r2, validation.concordance)
-    return validation
+    return validation, hidden
 
 
 def _phase(aln: Alignment, panel: ReferencePanel, target: TargetData, phaser: str | None, genetic_map, source,

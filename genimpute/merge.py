@@ -33,7 +33,7 @@ _BLOCK = 2000  # records joined at a time
 _FIXED = 9  # CHROM .. FORMAT, before the sample columns
 _CHROM, _POS, _ID, _REF, _ALT, _INFO, _FORMAT = 0, 1, 2, 3, 4, 7, 8
 _INFO_FILE = ".info.gz"
-_SNP, _INFO_REF, _INFO_ALT, _ALT_FRQ, _KIND, _SUMS = 0, 1, 2, 3, 7, 8  # the info file's columns
+_SNP, _INFO_REF, _INFO_ALT, _ALT_FRQ, _KIND, _SUMS, _LOO_SUMS = 0, 1, 2, 3, 7, 9, 10  # the info file's columns
 _IDENTITY = (_SNP, _INFO_REF, _INFO_ALT, _KIND)  # what makes two info lines the same record
 
 
@@ -169,6 +169,7 @@ class _Block:
     columns: list = field(default_factory=list)  # bytes: every batch's sample columns, tab-separated, and a newline
     info: list = field(default_factory=list)  # the first batch's info file fields
     sums: list = field(default_factory=list)  # (6,) int64 each, summed over the batches
+    hidden: list = field(default_factory=list)  # (6,) int64 each, LooSums summed over the batches
     missing: list = field(default_factory=list)  # IMPMISS summed over the batches
 
     def add(self, inputs: list[Path], row: tuple) -> None:
@@ -189,7 +190,8 @@ class _Block:
         self.formats.append(first[_FORMAT])
         self.columns.append("\t".join(fields[_FIXED].rstrip("\n") for fields, _ in lines).encode() + b"\n")
         self.info.append(info)
-        self.sums.append(_summed([line_info for _, line_info in lines]))
+        self.sums.append(_summed([line_info for _, line_info in lines], _SUMS))
+        self.hidden.append(_summed([line_info for _, line_info in lines], _LOO_SUMS))
         self.missing.append(sum(_impmiss(fields[_INFO]) for fields, _ in lines))
 
     def write(self, writer: VcfWriter, info_writer: InfoWriter) -> None:
@@ -206,21 +208,24 @@ class _Block:
             text = ColumnText(np.frombuffer(b"".join(pieces), dtype=np.uint8), np.cumsum([len(p) for p in pieces]))
             writer.write_records(self.fixed[at:end], info[at:end], fmt, text)
             at = end
-        _write_info(info_writer, self.info, sums)
+        _write_info(info_writer, self.info, sums, np.array(self.hidden))
 
 
-def _summed(lines: list) -> np.ndarray:
-    """(6,) int64: the Sums of one record's info lines (one a batch), added up."""
-    return sum(np.array(line[_SUMS].split(","), dtype=np.int64) for line in lines)
+def _summed(lines: list, column: int) -> np.ndarray:
+    """(6,) int64: the six sums in `column` (Sums or LooSums; "-": zeros)
+    of one record's info lines (one a batch), added up."""
+    return sum(np.zeros(6, dtype=np.int64) if line[column] == "-"
+               else np.array(line[column].split(","), dtype=np.int64) for line in lines)
 
 
-def _write_info(writer: InfoWriter, lines: list, sums: DosageSums) -> None:
+def _write_info(writer: InfoWriter, lines: list, sums: DosageSums, hidden: np.ndarray) -> None:
     """Write the info lines of records whose fields in one batch's info file
-    are `lines`, their numbers from the Sums `sums` of every batch added up."""
+    are `lines`, their numbers from the Sums `sums` and LooSums `hidden`
+    (V, 6) of every batch added up."""
     known = np.array([line[_ALT_FRQ] != "-" for line in lines])  # a multi-allelic Typed_Only record's is unknown
     writer.write([line[_SNP] for line in lines], [line[_INFO_REF] for line in lines],
                  [line[_INFO_ALT] for line in lines], np.where(known, sums.af(), np.nan), sums.avg_call(), sums.r2(),
-                 [line[_KIND] for line in lines], sums.columns())
+                 [line[_KIND] for line in lines], sums.columns(), hidden)
 
 
 def _lines(inputs: list[Path], row: tuple) -> list[tuple[list[str], list[str]]]:
@@ -253,8 +258,9 @@ def _merge_info_files(inputs: list[Path], out: Path, force: bool) -> int:
         while block := list(itertools.islice(rows, _BLOCK)):
             for row in block:
                 _check_info_row(inputs, row)
-            sums = np.array([_summed(row) for row in block])
-            _write_info(writer, [row[0] for row in block], DosageSums.from_columns(sums))
+            sums = np.array([_summed(row, _SUMS) for row in block])
+            _write_info(writer, [row[0] for row in block], DosageSums.from_columns(sums),
+                        np.array([_summed(row, _LOO_SUMS) for row in block]))
         return writer.records
 
 

@@ -64,6 +64,7 @@ class _Output(abc.ABC):
     def __init__(self, path: str | Path, settings: OutputSettings, force: bool):
         self.path, self.settings, self.force = Path(path), settings, force
         self.records = 0
+        self.hidden = None  # the HiddenSums of the records --validate hid (genimpute.validation), for LooRsq
 
     def takes(self, alt: str) -> bool:
         return _biallelic(alt)
@@ -87,13 +88,14 @@ class _Output(abc.ABC):
         return Calls.of_alleles(alleles, phased)
 
     def write_panel(self, fixed: list, columns, sums: DosageSums, missing_calls: np.ndarray,
-                    typed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Write panel records (fixed: [CHROM, POS, ID, REF, ALT] each) and
-        their info lines, from the sums over every sample; return the AF and
-        DR2 written (V,) each."""
+                    typed: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Write panel records `rows` (fixed: [CHROM, POS, ID, REF, ALT]
+        each) and their info lines, from the sums over every sample; return
+        the AF and DR2 written (V,) each."""
         af, dr2 = sums.af(), sums.r2()
         self._records(fixed, info_values(af, dr2, missing_calls, typed), columns, passed=False)
-        self._info(fixed, af, sums.avg_call(), dr2, np.where(typed, "Genotyped", "Imputed").tolist(), sums)
+        hidden = None if self.hidden is None else self.hidden.at(rows)
+        self._info(fixed, af, sums.avg_call(), dr2, np.where(typed, "Genotyped", "Imputed").tolist(), sums, hidden)
         return af, dr2
 
     def write_passed(self, fixed: list, columns, sums: DosageSums) -> None:
@@ -104,11 +106,11 @@ class _Output(abc.ABC):
         unknown = np.full(len(fixed), np.nan)
         self._info(fixed, af, unknown, unknown, ["Typed_Only"] * len(fixed), sums)
 
-    def _info(self, fixed: list, af, avg_call, rsq, kinds: list[str], sums: DosageSums) -> None:
+    def _info(self, fixed: list, af, avg_call, rsq, kinds: list[str], sums: DosageSums, hidden=None) -> None:
         if fixed:
             _, positions, ids, refs, alts = zip(*fixed)
             self.info.write(snp_names(fixed[0][0], positions, ids, refs, alts), list(refs), list(alts), af,
-                            avg_call, rsq, kinds, sums.columns())
+                            avg_call, rsq, kinds, sums.columns(), hidden)
 
     @abc.abstractmethod
     def _writer(self, samples: list[str], contigs: list[str], meta: dict, n_records: int):

@@ -16,6 +16,7 @@ import numpy as np
 
 from genimpute.config import WindowConfig
 from genimpute.errors import InputError
+from genimpute.io.info_file import LOO_UNIT
 from genimpute.metrics import pooled_r2
 from genimpute.panel import Alignment, ReferencePanel
 from genimpute.windows import Window, plan_windows
@@ -70,20 +71,58 @@ def validation_windows(panel: ReferencePanel, typed_mask: np.ndarray, masked: np
                         predict_mask=masked)
 
 
-def score(predictions, fraction: float, seed: int, masked_sites: int) -> ValidationResult:
+@dataclass(frozen=True)
+class HiddenSums:
+    """Per hidden typed record, the sums its own empirical r2 (the info
+    file's LooRsq) is computed from (genimpute.io.info_file.LOO_SUMS):
+    integers, so that they add up exactly across batches of samples."""
+
+    rows: np.ndarray  # (R,) panel records, ascending
+    sums: np.ndarray  # (R, 6) int64
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """(V, 6) the sums of panel records `rows`, zeros where a record was not hidden."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros((len(rows), 6), dtype=np.int64)
+        at = np.searchsorted(self.rows, rows)
+        hidden = at < len(self.rows)
+        hidden[hidden] = self.rows[at[hidden]] == rows[hidden]
+        out[hidden] = self.sums[at[hidden]]
+        return out
+
+
+def record_sums(probs: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """(u, 6) int64 LOO_SUMS of u hidden records over their called diploid
+    genotypes: P(alt) probs (u, 2S) against the observed alleles truth."""
+    called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)
+    dosage = np.where(called, probs[:, 0::2].astype(np.float64) + probs[:, 1::2], 0.0)
+    observed = np.where(called, truth[:, 0::2].astype(np.int64) + truth[:, 1::2], 0)
+
+    def units(values):
+        return np.rint(values * LOO_UNIT).astype(np.int64).sum(axis=1)
+    return np.stack([called.sum(axis=1), units(dosage), observed.sum(axis=1), units(dosage * dosage),
+                     (observed * observed).sum(axis=1), units(dosage * observed)], axis=1)
+
+
+def score(predictions, fraction: float, seed: int, masked_sites: int) -> tuple[ValidationResult, HiddenSums]:
     """Empirical r2 and concordance of the diploid calls the target has at
-    the hidden sites, from (probs, truth) pairs, each (u, 2S): P(alt) and
-    the observed alleles of u hidden records."""
-    dosages, best_guesses, observed = [], [], []
-    for probs, truth in predictions:
+    the hidden sites, and each hidden record's sums, from (records, probs,
+    truth) triples: u hidden panel records, P(alt) and the observed alleles
+    of each (u, 2S)."""
+    dosages, best_guesses, observed, rows, sums = [], [], [], [], []
+    for records, probs, truth in predictions:
         called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)  # missing and haploid calls are not scored
         dosages.append((probs[:, 0::2] + probs[:, 1::2])[called])
         best_guesses.append(((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))[called])  # as the output GT
         observed.append((truth[:, 0::2] + truth[:, 1::2])[called].astype(np.float64))
+        rows.append(np.asarray(records, dtype=np.int64))
+        sums.append(record_sums(probs, truth))
     observed_counts = np.concatenate(observed)  # (called genotypes,)
     r2 = pooled_r2(np.concatenate(dosages), observed_counts)
     concordance = float((np.concatenate(best_guesses) == observed_counts).mean())
-    return ValidationResult(fraction, seed, masked_sites, r2, concordance)
+    order = np.argsort(np.concatenate(rows), kind="stable")
+    hidden = HiddenSums(np.concatenate(rows)[order], np.concatenate(sums)[order])
+    return ValidationResult(fraction, seed, masked_sites, r2, concordance), hidden
 
 
 def masked_sites(panel: ReferencePanel, typed_mask: np.ndarray, fraction: float, seed: int,
@@ -106,15 +145,15 @@ def validate(
     device: torch.device,
     eligible: np.ndarray | None = None,
     exclude: np.ndarray | None = None,
-) -> ValidationResult:
+) -> tuple[ValidationResult, HiddenSums]:
     """Hide typed sites (among `eligible` records), impute them with the
-    model's windows, score the diploid calls the target has there.
+    model's windows, score the diploid calls the target has there (score).
     `exclude`: (2S, H) panel haplotypes each target haplotype may not have
     as context."""
     from genimpute.predict import target_window_probabilities
 
     masked = masked_sites(panel, typed_mask, fraction, seed, eligible)
     windows = validation_windows(panel, typed_mask, masked, wcfg, fraction)
-    predictions = ((target_window_probabilities(model, w, panel, aln, wcfg, device, exclude),
+    predictions = ((w.predicted, target_window_probabilities(model, w, panel, aln, wcfg, device, exclude),
                     aln.alleles_at(w.predicted)) for w in windows)
     return score(predictions, fraction, seed, int(masked.sum()))

@@ -426,13 +426,18 @@ def test_an_existing_output_is_kept_without_force(tmp_path):
 # ---------------------------------------------------------------------------
 
 def test_info_lines_as_minimac4_prints_them():
+    # rs2 hidden by --validate: 3 genotypes, dosages 0.5, 1.5, 2 against 0, 1, 2 (r2 0.9643), the dosage terms in units
+    unit = 2 ** 40
+    hidden = np.zeros((3, 6), dtype=np.int64)
+    hidden[1] = [3, 4 * unit, 3, round(6.5 * unit), 5, round(5.5 * unit)]
     lines = info_lines(["rs1", "rs2", "rs3"], ["A", "C", "G"], ["T", "T", "A"], [0.25, 0.8, 0.5],
                        [0.9, 0.95123456, 1.0], [0.5, 0.1234567, 0.9], ["Imputed", "Genotyped", "Typed_Only"],
-                       np.arange(18).reshape(3, 6))
-    assert lines == ["rs1\tA\tT\t0.25000\t0.25000\t0.90000\t0.50000\tImputed\t0,1,2,3,4,5",
-                     "rs2\tC\tT\t0.80000\t0.20000\t0.95123\t0.12346\tGenotyped\t6,7,8,9,10,11",
-                     "rs3\tG\tA\t0.50000\t0.50000\t-\t-\tTyped_Only\t12,13,14,15,16,17"]
-    assert HEADER == "SNP\tREF(0)\tALT(1)\tALT_Frq\tMAF\tAvgCall\tRsq\tGenotyped\tSums"
+                       np.arange(18).reshape(3, 6), hidden)
+    assert lines == ["rs1\tA\tT\t0.25000\t0.25000\t0.90000\t0.50000\tImputed\t-\t0,1,2,3,4,5\t-",
+                     "rs2\tC\tT\t0.80000\t0.20000\t0.95123\t0.12346\tGenotyped\t0.96429\t6,7,8,9,10,11\t"
+                     + ",".join(map(str, hidden[1])),
+                     "rs3\tG\tA\t0.50000\t0.50000\t-\t-\tTyped_Only\t-\t12,13,14,15,16,17\t-"]
+    assert HEADER == "SNP\tREF(0)\tALT(1)\tALT_Frq\tMAF\tAvgCall\tRsq\tGenotyped\tLooRsq\tSums\tLooSums"
     with pytest.raises(InputError, match="expected kinds among"):
         info_lines(["rs1"], ["A"], ["T"], [0.1], [0.9], [0.5], ["imputed"], np.zeros((1, 6)))
 
@@ -447,7 +452,7 @@ def test_the_info_file_has_a_header_and_one_line_per_record(tmp_path):
     with gzip.open(path, "rt") as handle:
         lines = handle.read().splitlines()
     assert lines[0] == HEADER and len(lines) == N_RECORDS + 1
-    assert lines[1] == "rs100\tA\tG\t0.10000\t0.10000\t0.99000\t0.80000\tImputed\t1,1,1,1,1,1"
+    assert lines[1] == "rs100\tA\tG\t0.10000\t0.10000\t0.99000\t0.80000\tImputed\t-\t1,1,1,1,1,1\t-"
 
 
 # ---------------------------------------------------------------------------
@@ -639,7 +644,7 @@ def test_the_info_file_has_a_line_per_record_written_with_its_info(odd_run):
         fields = dict(f.split("=") if "=" in f else (f, "") for f in text.split(";"))
         kind = "Typed_Only" if text == "." else "Imputed" if "IMP" in fields else "Genotyped"
         assert line[7] == kind
-        sums = DosageSums.from_columns(np.array([line[8].split(",")], dtype=np.int64))
+        sums = DosageSums.from_columns(np.array([line[9].split(",")], dtype=np.int64))
         if line[3] != "-":  # ALT_Frq is the mean of the summed probabilities, typed records' calls included
             assert float(line[3]) == pytest.approx(sums.af()[0], abs=5e-6)
         if kind != "Typed_Only":

@@ -728,6 +728,24 @@ def test_copying_fills_missing_calls_and_validates_without_a_model(tmp_path):
         header_lines = [line for line in handle if line.startswith("##genimpute")]
     assert any(line.startswith("##genimputeValidation=<MaskedSites=") for line in header_lines)
     assert any("copying engine" in line for line in header_lines)
+    _check_loo_columns(tmp_path / "out.info.gz", next(line for line in header_lines if "Validation" in line))
+
+
+def _check_loo_columns(info_path, validation_line: str) -> None:
+    """The info file's LooRsq: one for each hidden site, on Genotyped lines;
+    their LooSums pooled give the header's empirical r2."""
+    from genimpute.io.info_file import COLUMNS, loo_r2, records
+
+    lines = [dict(zip(COLUMNS, line)) for line in records(info_path)]
+    hidden = [line for line in lines if line["LooSums"] != "-"]
+    masked = int(validation_line.split("MaskedSites=")[1].split(",")[0])
+    assert len(hidden) == masked and {line["Genotyped"] for line in hidden} == {"Genotyped"}
+    assert all(line["LooRsq"] == "-" for line in lines if line["LooSums"] == "-")
+    sums = np.array([line["LooSums"].split(",") for line in hidden], dtype=np.int64)
+    np.testing.assert_allclose([float(line["LooRsq"]) for line in hidden if line["LooRsq"] != "-"],
+                               [r for r in loo_r2(sums) if not np.isnan(r)], atol=5e-6)
+    empirical = float(validation_line.split("EmpiricalR2=")[1].split(",")[0])
+    assert loo_r2(sums.sum(axis=0)[None])[0] == pytest.approx(empirical, abs=5e-5)
 
 
 def test_the_copying_engine_warns_without_a_genetic_map(tmp_path, caplog):

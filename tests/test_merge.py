@@ -1,7 +1,8 @@
 """genimpute merge: a cohort imputed in two sample halves, merged, is the
 run over the whole cohort (records, AF and DR2 exactly, and the info
 file); two --region chunks merged are the whole run's records; the info
-files of two halves imputed to BGEN, merged, are the whole run's; inputs
+files of two halves imputed to BGEN with --validate, merged, are the
+whole run's (LooRsq too); inputs
 that are neither batches nor chunks of one cohort are refused."""
 
 import gzip
@@ -108,10 +109,15 @@ def test_a_chunk_cut_short_leaves_neither_output_nor_info_file(runs, tmp_path):
 
 @pytest.fixture(scope="module")
 def bgen_runs(runs):
-    """The whole cohort and its two sample halves imputed to BGEN."""
+    """The whole cohort and its two sample halves imputed to BGEN, with --validate (LooRsq)."""
     d = runs["dir"]
-    return {"whole": _impute(TARGET_PHASED, d / "whole_bgen.bgen"),
-            **{f"half{n}": _impute(d / f"target{n}.vcf.gz", d / f"half{n}_bgen.bgen") for n in (0, 1)}}
+    return {"whole": _impute(TARGET_PHASED, d / "whole_bgen.bgen", "--validate"),
+            **{f"half{n}": _impute(d / f"target{n}.vcf.gz", d / f"half{n}_bgen.bgen", "--validate") for n in (0, 1)}}
+
+
+def _without_loo(text: str) -> list:
+    """The info lines' fields but LooRsq and LooSums."""
+    return [[f for i, f in enumerate(line.split("\t")) if i not in (8, 10)] for line in text.splitlines()]
 
 
 def _info_file(path: Path) -> Path:
@@ -124,9 +130,13 @@ def test_info_files_of_bgen_sample_halves_merge_to_the_whole_run_s(runs, bgen_ru
     assert done.returncode == 0, done.stderr
     assert "info files of sample batches" in done.stdout
     whole = gzip.decompress(_info_file(bgen_runs["whole"]).read_bytes())
-    assert gzip.decompress(merged.read_bytes()) == whole  # ALT_Frq, MAF, AvgCall, Rsq and Sums exactly
-    assert whole.decode() == _info(runs["whole"])  # the records of the VCF, which has no multi-allelic one here
+    assert gzip.decompress(merged.read_bytes()) == whole  # ALT_Frq, MAF, AvgCall, Rsq, LooRsq and sums exactly
+    # the records of the VCF, which has no multi-allelic one here (and was not run with --validate)
+    assert _without_loo(whole.decode()) == _without_loo(_info(runs["whole"]))
     assert whole.count(b"\tImputed\t") > 1000 and whole.count(b"\tGenotyped\t") > 10
+    hidden = [line.split("\t") for line in whole.decode().splitlines()[1:] if not line.endswith("\t-")]
+    assert len(hidden) > 1 and {f[7] for f in hidden} == {"Genotyped"}
+    assert all(float(f[8]) >= 0 for f in hidden if f[8] != "-")
 
 
 def test_info_files_not_of_one_cohort_s_sample_batches_are_refused(runs, bgen_runs, tmp_path):

@@ -15,6 +15,7 @@ from paths import ARRAY, PANEL, TARGET_PHASED
 
 from genimpute.config import WindowConfig
 from genimpute.io.array_list import read_array_list
+from genimpute.io.info_file import LOO_UNIT, loo_r2
 from genimpute.panel import ReferencePanel, array_typed_mask
 from genimpute.validation import choose_masked, score, validation_windows
 
@@ -86,10 +87,16 @@ def test_score_pools_the_called_diploid_genotypes():
     # two hidden records, two samples; sample 2 has a missing call at the second
     probs = np.array([[0.9, 0.1, 0.2, 0.2], [0.6, 0.7, 0.1, 0.0]], np.float32)
     truth = np.array([[1, 0, 0, 0], [1, 1, 0, -1]], np.int8)
-    result = score([(probs, truth)], 0.1, 3, 2)
+    result, hidden = score([(np.array([7, 3]), probs, truth)], 0.1, 3, 2)
     # dosages 1.0, 0.4, 1.3 against 1, 0, 2: cov 0.9, var 0.42 and 2 -> r2 0.81 / 0.84
     assert result.empirical_r2 == pytest.approx(27 / 28, rel=1e-6)
     assert result.concordance == 1.0 and result.masked_sites == 2
+    # each record's own sums, records in panel order: record 3 has sample 1 alone (1.3 against 2)
+    assert hidden.rows.tolist() == [3, 7] and hidden.sums.dtype == np.int64
+    scale = np.array([1, LOO_UNIT, 1, LOO_UNIT, 1, LOO_UNIT])  # the dosage terms in units
+    np.testing.assert_allclose(hidden.sums / scale, [[1, 1.3, 2, 1.69, 4, 2.6], [2, 1.4, 1, 1.16, 1, 1.0]], rtol=1e-6)
+    assert hidden.at(np.array([3, 5, 7])).tolist() == [hidden.sums[0].tolist(), [0] * 6, hidden.sums[1].tolist()]
+    assert loo_r2(hidden.sums.sum(axis=0)[None])[0] == pytest.approx(27 / 28, rel=1e-6)
 
 
 def _records(path):
