@@ -18,7 +18,8 @@ import numpy as np
 
 from genimpute.copying.pbwt import count_ones
 
-GAPS_AT_ONCE = 64  # gaps whose hashes are held at a time: H x this many uint64
+GAPS_AT_ONCE = 64  # gaps whose hashes are held at a time (fewer where H x them would pass HASH_BYTES)
+HASH_BYTES = 32 << 20
 STRIP = 256  # haplotypes hashed by one task
 _CARRIED = np.uint64(1) << np.uint64(63)  # the hash bit of a haplotype that carries a minor allele in the gap
 SMALL_IDS = np.uint16  # pattern_of's type while every gap's patterns fit it, as they nearly always do
@@ -148,11 +149,12 @@ def gap_patterns(minor: tuple, record_gap: np.ndarray, gap_first: np.ndarray) ->
     n_gaps = int(record_gap[-1]) + 1 - g_lo if len(record_gap) else 0
     pattern_of = np.zeros((n_haplotypes, n_gaps), dtype=SMALL_IDS)
     counts, starts, records = np.zeros(n_gaps, dtype=np.int64), [np.zeros(1, dtype=np.int64)], []
-    for c0 in range(0, n_gaps, GAPS_AT_ONCE):
-        c1 = min(n_gaps, c0 + GAPS_AT_ONCE)
+    at_once = max(1, min(GAPS_AT_ONCE, HASH_BYTES // (8 * max(1, n_haplotypes))))
+    for c0 in range(0, n_gaps, at_once):
+        c1 = min(n_gaps, c0 + at_once)
         hashes = np.zeros((c1 - c0, n_haplotypes), dtype=np.uint64)
         _hashes(minor, record_gap, gap_first, g_lo + c0, g_lo + c1, hashes)
-        ids, representatives = np.empty(hashes.shape, dtype=np.int64), np.empty(hashes.shape, dtype=np.int32)
+        ids, representatives = np.empty(hashes.shape, dtype=np.int32), np.empty(hashes.shape, dtype=np.int32)
         _numbered(hashes, ids, representatives, counts[c0:c1], min(c1 - c0, nb.get_num_threads()))
         del hashes
         if counts[c0:c1].max(initial=0) >= np.iinfo(pattern_of.dtype).max:
