@@ -7,7 +7,7 @@ genimpute.copying.untyped), the distinct patterns among them, and the
 record additions each way (each state adding to the records it carries;
 each pattern once).
 
-    python benchmarks/experiments/states_by_pattern.py SEED_DIR PANEL_SAMPLES TARGETS [SEGMENT]
+    python benchmarks/states_by_pattern.py SEED_DIR PANEL_SAMPLES TARGETS [SEGMENT]
 
 SEED_DIR holds panel.N.gpanel and targets.N.vcf.gz, as engine_stages.py reads them.
 """
@@ -15,18 +15,15 @@ SEED_DIR holds panel.N.gpanel and targets.N.vcf.gz, as engine_stages.py reads th
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
+from engine_time import contig_job
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engine_time import contig_job  # noqa: E402
-
-from genimpute.config import CopyingSettings  # noqa: E402
-from genimpute.copying.hmm import _posteriors, switch_probabilities  # noqa: E402
-from genimpute.copying.pbwt import _sightings  # noqa: E402
-from genimpute.copying.states import _composite_states, _state_alleles  # noqa: E402
-from genimpute.copying.untyped import MAXIMA_BLOCK, _block_maxima  # noqa: E402
+from genimpute.config import CopyingSettings
+from genimpute.copying.hmm import _posteriors, switch_probabilities
+from genimpute.copying.pbwt import _sightings
+from genimpute.copying.states import _composite_states, _state_alleles
+from genimpute.copying.untyped import MAXIMA_BLOCK, _block_maxima
 
 
 def kept_haplotypes(segments: np.ndarray, posterior: np.ndarray, floor: float) -> np.ndarray:
