@@ -12,7 +12,6 @@ import numpy as np
 
 from genimpute.config import CopyingSettings
 from genimpute.copying.hmm import FAST, _posteriors, switch_probabilities
-from genimpute.copying.patterns import gap_patterns
 from genimpute.copying.pbwt import _sightings, pbwt_indexes, sighted_sites
 from genimpute.copying.states import _composite_states, _packed_by_haplotype, _state_alleles
 from genimpute.copying.untyped import _impute_untyped, minor_tables
@@ -241,8 +240,9 @@ class ContigModel:
     def _untyped_tables(self, start: int, stop: int, first: int) -> tuple:
         """The untyped records start..stop - 1 as _impute_segment reads them:
         (records, weights, each one's gap in the numbering of typed sites
-        from `first`, alt_major (minor_tables), then their gaps' patterns
-        (genimpute.copying.patterns.gap_patterns))."""
+        from `first`, the first record in each of those gaps or after,
+        hap_starts, hap_records, alt_major, the common records, the first
+        of them in each gap or after, hap_bits) (minor_tables)."""
         local_bounds = np.clip(self.gap_bounds - start, 0, stop - start).astype(np.int64)
         records = self.untyped_rows[start:stop].astype(np.int64)
         record_gap = np.repeat(np.arange(len(local_bounds) - 1), np.diff(local_bounds)) - first
@@ -250,8 +250,8 @@ class ContigModel:
         hap_starts, hap_records, alt_major, common, hap_bits = minor_tables(
             self.panel.packed, records, self.panel.alt_freq[records], self.panel.n_haplotypes, PACKED_BLOCK,
             nb.get_num_threads())
-        patterns = gap_patterns((hap_starts, hap_records, common, hap_bits), record_gap, gap_first)
-        return records, self.weights[start:stop], record_gap, alt_major, *patterns
+        return (records, self.weights[start:stop], record_gap, gap_first, hap_starts, hap_records, alt_major, common,
+                np.searchsorted(common, gap_first), hap_bits)
 
     def typed_probabilities(self, queries: np.ndarray, excluded: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         """(t, Q) P(alt) at the typed sites where a query has no call, in

@@ -10,6 +10,7 @@ import numba as nb
 import numpy as np
 
 from genimpute.copying.hmm import FAST
+from genimpute.copying.pbwt import count_ones
 from genimpute.copying.states import as_words, bits_by_haplotype
 from genimpute.io.sparse_rows import ONES_IN_BYTE, SET_BITS, parts_in_blocks
 
@@ -155,6 +156,25 @@ def _sides(gap, last):
 
 
 @nb.njit(cache=True, fastmath=FAST)
+def _add_sides(out_column, r, record_gap, weights, column, start, end, last):
+    """Add to record r's P(minor) the state's posterior at each typed site
+    either side of it (_sides) that lies in [start, end), weighted
+    (column: the state's posteriors at typed sites start ..)."""
+    left, right = _sides(record_gap[r], last)
+    if start <= left < end:
+        out_column[r] += (1 - weights[r]) * column[left - start]
+    if start <= right < end:
+        out_column[r] += weights[r] * column[right - start]
+
+
+@nb.njit(cache=True, fastmath=FAST)
+def _add_both(out_column, r, record_gap, weights, column, start, last):
+    """Add to record r's P(minor) the state's posterior at both typed sites either side of it, weighted."""
+    left, right = _sides(record_gap[r], last)
+    out_column[r] += (1 - weights[r]) * column[left - start] + weights[r] * column[right - start]
+
+
+@nb.njit(cache=True, fastmath=FAST)
 def _block_maxima(posterior):
     """(ceil(sites / MAXIMA_BLOCK), K) each state's largest posterior in
     each block of MAXIMA_BLOCK typed sites."""
@@ -173,15 +193,13 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     posteriors (rows: typed sites lo .., as far as the records read) at the
     typed sites either side (_sides), interpolated by the record's weight (0
     at the left site, 1 at the right), summed over the states that carry
-    its minor allele at that site (a composite state may copy another
-    haplotype at each), and taken from 1 where that allele is REF. The
-    states' posteriors are summed by their haplotypes' pattern in each gap
-    (genimpute.copying.patterns), and each pattern's sums added to the
-    records it carries. A state is skipped in each block of MAXIMA_BLOCK
-    rows where its posterior stays below `floor`
-    (CopyingSettings.posterior_floor), and each record's sum is divided by
-    the posterior of the states it kept at its sites: the skipped states are
-    taken to carry the minor allele as often as the kept ones do.
+    its minor allele (minor_tables) at that site (a composite state may
+    copy another haplotype at each), and taken from 1 where that allele is
+    REF. A state is skipped in each block of MAXIMA_BLOCK rows where its
+    posterior stays below `floor` (CopyingSettings.posterior_floor), and
+    each record's sum is divided by the posterior of the states it kept at
+    its sites: the skipped states are taken to carry the minor allele as
+    often as the kept ones do.
 
     Skipped by block, not by the state's whole segment: a segment is long,
     and a state that matters somewhere in it carries little weight over
@@ -189,12 +207,10 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     many states at each site as the few that carry its posterior, and
     their records were most of the engine's time."""
     maxima = _block_maxima(posterior)
-    # a kept run's posteriors copied out of their column of `posterior` as the kept share sums them: its gaps
+    # a kept run's posteriors copied out of their column of `posterior` as the kept share sums them: its records
     # read them again, from a few cache lines rather than one a typed site
     column = np.empty(len(posterior), dtype=np.float32)
     kept_posterior = np.zeros(len(posterior), dtype=np.float32)
-    n_patterns = len(untyped[7]) - 1  # pattern_starts'
-    left_sums, right_sums = np.zeros(n_patterns, dtype=np.float32), np.zeros(n_patterns, dtype=np.float32)
     skipped = False
     for e in range(segments.shape[1]):
         slot, h = segments[0, e], segments[3, e]
@@ -212,10 +228,9 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
             for j in range(start, end):
                 column[j - start] = posterior[j, slot]
                 kept_posterior[j] += column[j - start]
-            _sum_by_pattern(untyped, column, h, start + lo, end + lo, last, left_sums, right_sums)
+            _add_state(untyped, column, h, start + lo, end + lo, last, out_column)
             b = run_end
-    _add_patterns(untyped, left_sums, right_sums, out_column)
-    record_gap, weights, alt_major = untyped[2], untyped[1], untyped[3]
+    record_gap, weights, alt_major = untyped[2], untyped[1], untyped[6]
     if skipped:
         for r in range(len(out_column)):
             left, right = _sides(record_gap[r], last)
@@ -227,39 +242,51 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _sum_by_pattern(untyped, column, h, start, end, last, left_sums, right_sums):
+def _add_state(untyped, column, h, start, end, last, out_column):
     """Add the state's posterior (column[i] at typed site start + i),
-    copying haplotype h over typed sites [start, end), to the sums of h's
-    pattern in each gap those sites bound that holds records: to the left
-    sums at the gap's left site, to the right sums at its right one (_sides),
-    each where that site lies in the span (the other may be another
-    state's). A haplotype that carries none of a gap's minor alleles adds
-    to its pattern 0, which carries no record: no branch in the bulk."""
-    g_lo, pattern_of, pattern_first = untyped[4], untyped[5], untyped[6]
-    patterns = pattern_of[h]
-    g_stop = g_lo + pattern_of.shape[1]
-    for g in (start, end):  # the gaps at the span's ends: a side may lie outside it
-        if g_lo <= g < g_stop:
-            i = pattern_first[g - g_lo] + patterns[g - g_lo]
-            left, right = _sides(g, last)
-            if start <= left < end:
-                left_sums[i] += column[left - start]
-            if start <= right < end:
-                right_sums[i] += column[right - start]
-    for g in range(max(start + 1, g_lo), min(end, g_stop)):  # both sides in the span
-        i = pattern_first[g - g_lo] + patterns[g - g_lo]
-        left_sums[i] += column[g - 1 - start]
-        right_sums[i] += column[g - start]
+    copying haplotype h over typed sites [start, end), to the records whose minor allele h carries
+    in the gaps those sites bound: at gap `start` and gap `end` only the
+    site either side that lies in the span (the other may be another
+    state's), between them both."""
+    weights, record_gap, gap_first, hap_starts, hap_records, _, common, common_first, hap_bits = untyped[1:]
+    low, high = hap_starts[h], hap_starts[h + 1]
+    i = low + np.searchsorted(hap_records[low:high], gap_first[start])
+    while i < high and hap_records[i] < gap_first[start + 1]:
+        _add_sides(out_column, hap_records[i], record_gap, weights, column, start, end, last)
+        i += 1
+    while i < high and hap_records[i] < gap_first[end]:  # the bulk, with no tests
+        _add_both(out_column, hap_records[i], record_gap, weights, column, start, last)
+        i += 1
+    while i < high and hap_records[i] < gap_first[end + 1]:
+        _add_sides(out_column, hap_records[i], record_gap, weights, column, start, end, last)
+        i += 1
+    bits = hap_bits[h]  # the common records, likewise
+    _add_common(out_column, bits, common, common_first[start], common_first[start + 1], True, record_gap,
+                weights, column, start, end, last)
+    _add_common(out_column, bits, common, common_first[start + 1], common_first[end], False, record_gap,
+                weights, column, start, end, last)
+    _add_common(out_column, bits, common, common_first[end], common_first[end + 1], True, record_gap,
+                weights, column, start, end, last)
 
 
 @nb.njit(cache=True, fastmath=FAST)
-def _add_patterns(untyped, left_sums, right_sums, out_column):
-    """Add each pattern's sums to the records it carries, interpolated by
-    each record's weight."""
-    weights, pattern_starts, pattern_records = untyped[1], untyped[7], untyped[8]
-    for i in range(len(left_sums)):  # pattern 0 of each gap, carrying no record, has an empty range
-        a, b = left_sums[i], right_sums[i]
-        if a == 0 and b == 0:
-            continue
-        for r in pattern_records[pattern_starts[i]:pattern_starts[i + 1]]:
-            out_column[r] += (1 - weights[r]) * a + weights[r] * b
+def _add_common(out_column, bits, common, c_first, c_stop, sides, record_gap, weights, column, start, end,
+                last):
+    """As _impute_untyped adds a state's posterior to its records, to those
+    of common records c_first .. c_stop - 1 (numbered among the common
+    ones; records common[c]) whose bit is set in bits (a haplotype's row of
+    hap_bits): each site either side in [start, end) where `sides`
+    (_add_sides), else both."""
+    for w in range(c_first >> 6, (c_stop + 63) >> 6):
+        word = bits[w]
+        if 64 * w < c_first:
+            word &= ~((np.uint64(1) << np.uint64(c_first - 64 * w)) - np.uint64(1))
+        if 64 * w + 64 > c_stop:
+            word &= (np.uint64(1) << np.uint64(c_stop - 64 * w)) - np.uint64(1)
+        while word:
+            r = common[64 * w + count_ones((word & (~word + np.uint64(1))) - np.uint64(1))]  # the lowest set bit's
+            if sides:
+                _add_sides(out_column, r, record_gap, weights, column, start, end, last)
+            else:
+                _add_both(out_column, r, record_gap, weights, column, start, last)
+            word &= word - np.uint64(1)
