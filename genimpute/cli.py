@@ -260,7 +260,8 @@ _IMPUTE_SECTIONS = {
               help="Effective population size in the copying engine's switch rate.")
 @click.option("--phaser", type=click.Choice(["auto", *PHASERS, BUILT_IN_PHASER, "none"]), default="auto",
               show_default=True, help="For an unphased TARGET; auto: beagle, shapeit4, else genimpute's own.")
-@click.option("--validate", is_flag=True, help="Hide a share of typed sites, impute them, report empirical r2 (and LooRsq in the info file).")
+@click.option("--validate", is_flag=True,
+              help="Hide a share of typed sites, impute them, report empirical r2 (and LooRsq in the info file).")
 @click.option("--validate-fraction", type=float, default=DEFAULT_VALIDATION_FRACTION, show_default=True,
               help="Share of typed sites --validate hides.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed choosing the sites --validate hides.")

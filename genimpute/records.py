@@ -215,7 +215,7 @@ def _write_chunk(output, chunk: _Chunk, total: _Part, columns, fixed, quality: W
         output.write_passed(fixed(chunk), columns, total.sums)
         return
     af, dr2 = output.write_panel(fixed(chunk), columns, total.sums, total.missing_calls, chunk.typed,
-                               chunk.rows)
+                                 chunk.rows)
     if quality is not None:
         quality.add(af, dr2, ~chunk.typed)
 

@@ -91,10 +91,10 @@ class HiddenSums:
         return out
 
 
-def record_sums(probs: np.ndarray, truth: np.ndarray) -> np.ndarray:
+def record_sums(probs: np.ndarray, truth: np.ndarray, called: np.ndarray) -> np.ndarray:
     """(u, 6) int64 LOO_SUMS of u hidden records over their called diploid
-    genotypes: P(alt) probs (u, 2S) against the observed alleles truth."""
-    called = (truth[:, 0::2] >= 0) & (truth[:, 1::2] >= 0)
+    genotypes (called (u, S)): P(alt) probs (u, 2S) against the observed
+    alleles truth."""
     dosage = np.where(called, probs[:, 0::2].astype(np.float64) + probs[:, 1::2], 0.0)
     observed = np.where(called, truth[:, 0::2].astype(np.int64) + truth[:, 1::2], 0)
 
@@ -116,7 +116,7 @@ def score(predictions, fraction: float, seed: int, masked_sites: int) -> tuple[V
         best_guesses.append(((probs[:, 0::2] >= 0.5).astype(int) + (probs[:, 1::2] >= 0.5))[called])  # as the output GT
         observed.append((truth[:, 0::2] + truth[:, 1::2])[called].astype(np.float64))
         rows.append(np.asarray(records, dtype=np.int64))
-        sums.append(record_sums(probs, truth))
+        sums.append(record_sums(probs, truth, called))
     observed_counts = np.concatenate(observed)  # (called genotypes,)
     r2 = pooled_r2(np.concatenate(dosages), observed_counts)
     concordance = float((np.concatenate(best_guesses) == observed_counts).mean())

@@ -98,7 +98,7 @@ def info_lines(snps: list[str], refs: list[str], alts: list[str], af, avg_call, 
     # one format per record where every number is known, the common case; _number's per value otherwise
     known = (np.isfinite(af) & np.isfinite(avg_call) & np.isfinite(rsq) & (np.asarray(kind) != "Typed_Only")
              & ~was_hidden)
-    loo = loo_r2(hidden).tolist()
+    loo = loo_r2(hidden).tolist() if was_hidden.any() else [math.nan] * n_records  # most runs hide none
     lines = []
     for i, (snp, ref, alt, freq, call, r2, what, record_sums, fast) in enumerate(zip(
             snps, refs, alts, af.tolist(), avg_call.tolist(), rsq.tolist(), kind, sums.tolist(), known.tolist())):
