@@ -52,7 +52,8 @@ class Axes:
         for tick, label in zip(x_ticks, x_labels):
             px = float(self.x(tick))
             parts.append(f'<line x1="{px:.1f}" y1="{bottom:.1f}" x2="{px:.1f}" y2="{bottom + 4:.1f}" stroke="#444"/>')
-            slanted = f'<g transform="rotate(-20 {px:.1f} {bottom + 14:.1f})">{_text(px, bottom + 14, label, "end", 10)}</g>'
+            label_y = bottom + 14
+            slanted = f'<g transform="rotate(-20 {px:.1f} {label_y:.1f})">{_text(px, label_y, label, "end", 10)}</g>'
             parts.append(slanted if named else _text(px, bottom + 16, label, "middle"))
         for tick in _ticks(*self.y_range):
             py = float(self.y(tick))
