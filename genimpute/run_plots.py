@@ -2,7 +2,7 @@
 allele frequencies against the panel's, the samples' call rate and
 heterozygosity, and the share of imputed records a DR2 filter keeps by MAF
 bin. Written as SVG elements directly, not drawn with matplotlib: loading
-and drawing with it was most of a small job's wall time. A dense point
+and drawing with it was a good part of a small job's wall time. A dense point
 cloud is drawn as a grid of cells shaded by their count, so a genome-wide
 array's sites keep the page small."""
 
