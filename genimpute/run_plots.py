@@ -146,9 +146,9 @@ def frequency_scatter(freqs: pd.DataFrame) -> str:
 def _bars(axes: Axes, lefts, widths, heights, colour: str) -> str:
     """Bars from zero, one rect each, the bar's value in its data-value."""
     bottom = float(axes.y(0))
-    return "".join(f'<rect x="{float(axes.x(l)):.2f}" y="{float(axes.y(h)):.2f}" '
-                   f'width="{float(axes.x(l + w) - axes.x(l)):.2f}" height="{bottom - float(axes.y(h)):.2f}" '
-                   f'fill="{colour}" data-value="{h:g}"/>' for l, w, h in zip(lefts, widths, heights))
+    return "".join(f'<rect x="{float(axes.x(left)):.2f}" y="{float(axes.y(h)):.2f}" '
+                   f'width="{float(axes.x(left + w) - axes.x(left)):.2f}" height="{bottom - float(axes.y(h)):.2f}" '
+                   f'fill="{colour}" data-value="{h:g}"/>' for left, w, h in zip(lefts, widths, heights))
 
 
 def histogram(values: np.ndarray, left: float, width: float, height: float, title: str) -> str:

@@ -10,12 +10,17 @@ import subprocess
 import sys
 from collections import Counter
 
+import numpy as np
+import pandas as pd
 import pytest
 import vcf_edit
 from genome_example import make_genome_example
 from paths import DATA, PANEL, TARGET_PHASED, TARGET_TRUTH
+from PIL import Image
 from playwright.sync_api import sync_playwright
 from tools import require
+
+from genimpute import run_plots
 
 SECTIONS = ("run", "inputs", "frequencies", "samples", "imputation")
 FIGURES = ("af_scatter", "sample_histograms", "dr2_kept")
@@ -170,3 +175,30 @@ def _decisions_row(page, contig: str) -> dict:
         if cells[0].strip() == contig:
             return dict(zip((h.strip() for h in header), (c.strip() for c in cells)))
     raise AssertionError(f"no row for contig {contig}")
+
+
+def test_a_dense_array_s_frequencies_render_as_shaded_cells(browser, tmp_path):
+    """A genome-wide array's sites (more than run_plots.POINTS_DRAWN) drawn
+    as the grid of cells: Chromium lays every cell out inside the figure,
+    the fullest darkest, and paints the cloud along the diagonal."""
+    rng = np.random.default_rng(3)
+    panel_af = rng.uniform(0, 1, 50_000)
+    frequencies = pd.DataFrame({"target_af": np.clip(panel_af + rng.normal(0, 0.02, len(panel_af)), 0, 1),
+                                "panel_af": panel_af, "chi2": 1.0})
+    path = tmp_path / "dense.html"
+    path.write_text(f'<!DOCTYPE html><html><body><figure data-figure="af_scatter">'
+                    f'{run_plots.frequency_scatter(frequencies)}</figure></body></html>')
+    page = _open(browser, path, tmp_path / "dense.png")
+    figure = page.locator('[data-figure="af_scatter"] svg').bounding_box()
+    cells = page.locator('[data-points="sites"] rect')
+    assert 0 < cells.count() <= run_plots.GRID_CELLS ** 2
+    boxes = cells.evaluate_all("cells => cells.map(c => { const b = c.getBoundingClientRect(); "
+                               "return [b.x, b.y, b.width, b.height, Number(c.getAttribute('fill-opacity'))]; })")
+    inside = [figure["x"] <= x and x + w <= figure["x"] + figure["width"] + 1 and figure["y"] <= y
+              and y + h <= figure["y"] + figure["height"] + 1 and w > 0 and h > 0 for x, y, w, h, _ in boxes]
+    assert all(inside) and max(opacity for *_, opacity in boxes) == 1.0
+    image = np.asarray(Image.open(tmp_path / "dense.png").convert("RGB"), dtype=np.int32)
+    blue = (image[:, :, 2] - image[:, :, 0] > 60)  # the cells' colour, not the page's white or the axes' grey
+    assert blue.sum() > 2_000
+    rows, columns = np.nonzero(blue)
+    assert np.corrcoef(rows, columns)[0, 1] < -0.9  # low panel frequency bottom left, high top right
