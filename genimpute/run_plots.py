@@ -151,7 +151,7 @@ def _bars(axes: Axes, lefts, widths, heights, colour: str) -> str:
                    f'fill="{colour}" data-value="{h:g}"/>' for left, w, h in zip(lefts, widths, heights))
 
 
-def histogram(values: np.ndarray, left: float, width: float, height: float, title: str) -> str:
+def _histogram(values: np.ndarray, left: float, width: float, height: float, title: str) -> str:
     """A histogram of `values` in an area `width` wide from x = left: its
     bins as many as the values allow, from 5 to 50."""
     values = values[np.isfinite(values)]
@@ -168,7 +168,7 @@ def sample_histograms(samples: pd.DataFrame) -> str:
     """Call rate and heterozygosity of the target samples."""
     width, height = WIDTH * 1.4, HEIGHT * 0.8
     half = width / 2
-    body = "".join(histogram(samples[column].to_numpy(dtype=np.float64), i * half, half, height, label)
+    body = "".join(_histogram(samples[column].to_numpy(dtype=np.float64), i * half, half, height, label)
                    for i, (column, label) in enumerate((("call_rate", "call rate"),
                                                         ("heterozygosity", "heterozygosity"))))
     return _svg(width, height, body, "call rate and heterozygosity of the target samples")
