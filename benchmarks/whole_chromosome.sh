@@ -39,7 +39,9 @@
 # At the full size (60 copies, 2,500 samples, 1,000 targets) the tiled
 # panel is about 0.2 GB bgzipped (12 GB of text, never on disk), each
 # converted panel and each imputed output (in turn) 0.1-0.3 GB; at 10,000
-# targets an output is about 2.5 GB. Needs: genimpute installed; beagle,
+# targets an output is about 2.5 GB, and Beagle runs out of Java's default
+# heap (a quarter of the machine's memory; give it more with
+# JAVA_TOOL_OPTIONS=-Xmx20g). Needs: genimpute installed; beagle,
 # minimac4, java (bref3: BREF3, default /usr/share/beagle/bref3.jar),
 # bcftools, tabix, bgzip on PATH.
 set -euo pipefail
