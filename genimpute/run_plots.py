@@ -52,9 +52,12 @@ class Axes:
         for tick, label in zip(x_ticks, x_labels):
             px = float(self.x(tick))
             parts.append(f'<line x1="{px:.1f}" y1="{bottom:.1f}" x2="{px:.1f}" y2="{bottom + 4:.1f}" stroke="#444"/>')
-            label_y = bottom + 14
-            slanted = f'<g transform="rotate(-20 {px:.1f} {label_y:.1f})">{_text(px, label_y, label, "end", 10)}</g>'
-            parts.append(slanted if named else _text(px, bottom + 16, label, "middle"))
+            if named:
+                label_y = bottom + 14
+                parts.append(f'<g transform="rotate(-20 {px:.1f} {label_y:.1f})">'
+                             f'{_text(px, label_y, label, "end", 10)}</g>')
+            else:
+                parts.append(_text(px, bottom + 16, label, "middle"))
         for tick in _ticks(*self.y_range):
             py = float(self.y(tick))
             parts.append(f'<line x1="{self.left - 4:.1f}" y1="{py:.1f}" x2="{self.left:.1f}" y2="{py:.1f}" '

@@ -29,7 +29,8 @@ from genimpute.config import CopyingSettings  # noqa: E402
 from genimpute.copying.hmm import FAST, _posteriors, switch_probabilities  # noqa: E402
 from genimpute.copying.pbwt import _sightings  # noqa: E402
 from genimpute.copying.states import _composite_states, _state_alleles  # noqa: E402
-from genimpute.copying.untyped import MAXIMA_BLOCK, _add_both, _add_common, _add_sides, _block_maxima  # noqa: E402
+from genimpute.copying.untyped import (  # noqa: E402
+    MAXIMA_BLOCK, _add_both, _add_common, _add_sides, _block_maxima, _sides)
 
 RARE, SIDES, BULK, NORMALISE = 1, 2, 4, 8  # the parts a variant keeps
 VARIANTS = {"whole step": 15, "no rare records": 14, "no boundary gaps' common records": 13,
@@ -52,7 +53,7 @@ def _rare(untyped, column, h, start, end, last, out):
 
 @nb.njit(cache=False, fastmath=FAST)
 def _step(untyped, segments, posterior, lo, last, floor, out, parts):
-    """The engine's loop over kept runs, keeping `parts`; returns (runs, rare additions, common additions)."""
+    """The engine's loop over kept runs, keeping `parts`; returns the number of runs."""
     weights, record_gap, common, common_first, hap_bits = untyped[1], untyped[2], untyped[7], untyped[8], untyped[9]
     maxima = _block_maxima(posterior)
     column, kept = np.empty(len(posterior), dtype=np.float32), np.zeros(len(posterior), dtype=np.float32)
@@ -84,7 +85,7 @@ def _step(untyped, segments, posterior, lo, last, floor, out, parts):
             b = run_end
     if parts & NORMALISE:
         for r in range(len(out)):
-            left, right = max(record_gap[r] - 1, 0), min(record_gap[r], last - 1)
+            left, right = _sides(record_gap[r], last)
             share = (1 - weights[r]) * kept[left - lo] + weights[r] * kept[right - lo]
             if share > 0:
                 out[r] /= share
