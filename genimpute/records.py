@@ -18,6 +18,7 @@ import numba as nb
 import numpy as np
 from tqdm import tqdm
 
+from genimpute.ahead import computed_ahead
 from genimpute.io.contigs import normalise_contig
 from genimpute.io.spool import ColumnSpool
 from genimpute.io.vcf_reader import ABSENT, MISSING, TargetData
@@ -31,7 +32,7 @@ _TYPED, _IMPUTED, _PASSED = 0, 1, 2
 TILE = 64  # haplotypes per column of _gather_rows
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _gather_rows(probs, sources, destinations, out):
     """out[destinations[i]] = probs[sources[i]], each thread a column of
     TILE haplotypes. The copying engine's probs (U, Q) are a transposed
@@ -269,17 +270,20 @@ def _events(panel, target, contig: Contig, typed_mask, passed: list[int]) -> lis
 
 
 # A batch's P(alt) at a window's untyped records, 4 bytes per haplotype and
-# record, is held whole while the window's records are formatted: at most
-# this much, so that a window dense in untyped records (a sequenced panel of
-# many rare variants, a long segment) shrinks the batch, not the run's memory.
+# record, is held whole while the window's records are formatted, and the
+# next batch's is computed meanwhile (genimpute.ahead): the two together at
+# most this much, so that a window dense in untyped records (a sequenced
+# panel of many rare variants, a long segment) shrinks the batch, not the
+# run's memory.
 BATCH_OUTPUT_BYTES = 500_000_000
+_BATCHES_ALIVE = 2
 
 
 def samples_per_batch(batch_samples: int, windows_by_contig: dict) -> int:
-    """batch_samples, or fewer where a batch's output over the window of
-    most untyped records would pass BATCH_OUTPUT_BYTES."""
+    """batch_samples, or fewer where two batches' output over the window
+    of most untyped records would pass BATCH_OUTPUT_BYTES."""
     most = max((len(w.predicted) for windows in windows_by_contig.values() for w in windows), default=0)
-    fitting = max(1, BATCH_OUTPUT_BYTES // (2 * 4 * max(most, 1)))
+    fitting = max(1, BATCH_OUTPUT_BYTES // (_BATCHES_ALIVE * 2 * 4 * max(most, 1)))
     if fitting < batch_samples:
         log.info("batches of %d samples, not %d: a window has %d untyped records (%.2f GB of output for %d samples)",
                  fitting, batch_samples, most, 8 * most * batch_samples / 1e9, batch_samples)
@@ -366,8 +370,11 @@ class CohortRecords:
         n_records = self.count(contigs, region, in_region)
         progress = _Progress(sum(len(w) for w in windows_by_contig.values()), len(self.formatters), progress, started)
         spool = ColumnSpool(self.output.path.parent) if len(self.formatters) > 1 else None
+        planned = [(window, f.haplotypes) for c in contigs for window in windows_by_contig.get(c.key, [])
+                   for f in self.formatters]  # the order _write_contig asks for them
         try:
-            with self.output.open(self.target.samples, header_contigs, meta, n_records):
+            with self.output.open(self.target.samples, header_contigs, meta, n_records), \
+                    computed_ahead(probabilities, planned) as probabilities:
                 return sum(self._write_contig(spool, contig, region, in_region, windows_by_contig.get(contig.key, []),
                                               probabilities, progress)
                            for contig in contigs)

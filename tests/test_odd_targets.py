@@ -272,7 +272,7 @@ def test_a_batch_holds_fewer_samples_where_its_output_over_a_window_would_pass_t
     from genimpute import records
 
     windows = {"20": [SimpleNamespace(predicted=np.arange(50)), SimpleNamespace(predicted=np.arange(100))], "21": []}
-    monkeypatch.setattr(records, "BATCH_OUTPUT_BYTES", 100 * 2 * 4 * 30)  # 30 samples' P(alt) at 100 records
+    monkeypatch.setattr(records, "BATCH_OUTPUT_BYTES", 2 * 100 * 2 * 4 * 30)  # two batches of 30 samples' P(alt)
     assert records.samples_per_batch(1000, windows) == 30
     assert records.samples_per_batch(20, windows) == 20
     assert records.samples_per_batch(1000, {"20": []}) == 1000

@@ -59,7 +59,7 @@ def selection_group(n_queries: int, n_sites: int, neighbours: int, n_threads: in
     return max(1, min(SELECTION_GROUP, fitting, (n_queries + n_threads - 1) // n_threads))
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _impute_segment(queries, excluded, forward_index, backward_index, haplotype_words, core_first, core_last,
                     jump_cm, passes, every, switch_cm, error, floor, untyped, size):
     """((len(records), Q), (core_last - core_first, Q)) P(alt) of Q query

@@ -107,7 +107,7 @@ def _allele(packed_row, h):
     return (packed_row[h >> 3] >> (7 - (h & 7))) & 1
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _fill_both(packed, every, order_low, order_high, allele_words, word_zeros,
                reverse_low, reverse_high, reverse_words, reverse_zeros):
     for direction in nb.prange(2):

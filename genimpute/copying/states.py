@@ -41,7 +41,7 @@ def as_words(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return block, block.view(np.uint64)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _fill_by_haplotype(words, inverted, first_word, out):
     """Set out[h, first_word + r // 64] bit r % 64 to haplotype h's bit in
     row r of words (packed rows as uint64, zero-padded), inverted where

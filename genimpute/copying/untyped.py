@@ -50,7 +50,7 @@ def minor_tables(rows_of, records: np.ndarray, alt_freq: np.ndarray, n_haplotype
     return hap_starts, hap_records, np.flatnonzero(~minor_is_alt), common, hap_bits
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _scan_minor(whole, words, whole_at, starts, positions, numbers, n_haplotypes, minor_is_alt, cursor, hap_records,
                 n_strips):
     """Advance cursor[h] once for each record r whose minor allele

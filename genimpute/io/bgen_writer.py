@@ -263,7 +263,7 @@ def _put_phased_bytes(out, at, p1, p2, v):
             out[at + 2 * s + 1] = 255 - _alt_units(b, 255)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _probability_blocks(p1, p2, haploid, bits, phased):
     """(data, ends): every record's probability data before compression,
     record v's ending at ends[v], from the ALT probabilities p1, p2 (V, S)

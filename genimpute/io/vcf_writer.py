@@ -222,7 +222,7 @@ def _put_record(out, at, p1, p2, haploid, v, fields, gt_table, gt_lengths, numbe
     out[at] = 10  # newline
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _sample_columns(p1, p2, haploid, fields, gt_table, gt_lengths, numbers, number_lengths):
     """(text, ends): every record's sample columns (`fields`: flags of the
     FORMAT fields by code) and a newline as ASCII bytes, record v ending at
@@ -244,7 +244,7 @@ def _sample_columns(p1, p2, haploid, fields, gt_table, gt_lengths, numbers, numb
     return out, ends
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _side_by_side(text, starts, lengths, ends):
     """Record v's pieces text[starts[b, v]:][:lengths[b, v]] of each part b
     copied in turn to end at ends[v], each part's newline but the last made
@@ -336,7 +336,7 @@ _FIXED_ONE = 2.0 ** 40  # probabilities are summed as integer multiples of 2^-40
 DR2_CERTAIN = 0.02
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, nogil=True)
 def _dosage_sums(p, present):
     """(alt, alt_squared, haplotypes, certain_alt, certain_alt_squared,
     likelier) (V,) of DosageSums from p, present (V, H)."""
