@@ -112,17 +112,6 @@ class SiteDecision:
         return self.decision in USED
 
 
-def recode(alleles: np.ndarray, decision: SiteDecision) -> np.ndarray:
-    """Target allele indices of one record -> panel codes 0/1; negative
-    codes (missing, absent) stay as they are."""
-    called = alleles >= 0
-    if decision.decision in SWAPPED:
-        panel_alt = alleles == 0  # the target's REF is the panel's ALT
-    else:
-        panel_alt = alleles == decision.alt_index
-    return np.where(called, panel_alt, alleles).astype(np.int8)
-
-
 def _alt_freq(alleles: np.ndarray) -> tuple[float, int]:
     """Alt allele frequency among the called alleles, and their number."""
     called = alleles[alleles >= 0]
@@ -133,14 +122,9 @@ def harmonise(panel, target) -> list[SiteDecision]:
     """One or more decisions per target record (one per ALT of a multi-allelic
     record), in target order; panel: genimpute.panel.ReferencePanel,
     target: genimpute.io.vcf_reader.TargetData."""
-    keys = [normalise_contig(c) for c in panel.contig_names]
-    at_position: dict = {}
-    for i, (ci, pos) in enumerate(zip(panel.contig_index, panel.positions)):
-        at_position.setdefault((keys[ci], int(pos)), []).append(i)
     decisions = []
     recs = target.records
-    for t, (contig, pos, ref, alts) in enumerate(zip(recs.contigs, recs.positions, recs.refs, recs.alts)):
-        candidates = at_position.get((normalise_contig(contig), int(pos)), [])
+    for t, (candidates, ref, alts) in enumerate(zip(_panel_rows_at(panel, recs), recs.refs, recs.alts)):
         if not candidates:
             decisions.append(SiteDecision(t, -1, NOT_IN_PANEL, 0))
             continue
@@ -158,6 +142,40 @@ def harmonise(panel, target) -> list[SiteDecision]:
             decisions.append(SiteDecision(t, -1, ALLELE_MISMATCH, 0, f"panel has {seen}"))
         decisions += found
     return _mark_duplicates(_resolve_palindromes(decisions, panel, target))
+
+
+def _panel_rows_at(panel, records) -> list[list[int]]:
+    """Per target record, the panel records at its contig and position, in
+    panel order: searched in each contig's sorted positions, where a table
+    of every panel record's position took most of a chromosome's harmonising."""
+    keys = np.array([normalise_contig(c) for c in panel.contig_names] + [""], dtype=object)
+    target_keys = np.array([normalise_contig(c) for c in records.contigs], dtype=object)
+    found: list[list[int]] = [[] for _ in range(len(records))]
+    for key in set(target_keys.tolist()) & set(keys[:-1].tolist()):
+        rows = np.flatnonzero(np.isin(panel.contig_index, np.flatnonzero(keys == key)))
+        rows = rows[np.argsort(panel.positions[rows], kind="stable")]
+        positions = panel.positions[rows]
+        mine = np.flatnonzero(target_keys == key)
+        low = np.searchsorted(positions, records.positions[mine], side="left")
+        high = np.searchsorted(positions, records.positions[mine], side="right")
+        for t, lo, hi in zip(mine.tolist(), low.tolist(), high.tolist()):
+            found[t] = rows[lo:hi].tolist()
+    return found
+
+
+def recode_rows(alleles: np.ndarray, rows: np.ndarray, decisions: list[SiteDecision], block: int = 4096) -> np.ndarray:
+    """(len(rows), 2S) int8: target rows `rows` of alleles (M, 2S), allele
+    indices -> panel codes 0/1 by each one's decision; negative codes
+    (missing, absent) stay as they are. A block of rows at a time: a
+    cohort's (M, 2S) is not copied whole by each step."""
+    out = np.empty((len(rows), alleles.shape[1]), dtype=np.int8)
+    swapped = np.array([d.decision in SWAPPED for d in decisions], dtype=bool)  # the target's REF is the panel's ALT
+    alt_index = np.array([d.alt_index for d in decisions], dtype=np.int16)
+    for start in range(0, len(rows), block):
+        part, at = alleles[rows[start:start + block]], slice(start, start + block)
+        panel_alt = np.where(swapped[at, None], part == 0, part == alt_index[at, None])
+        out[at] = np.where(part >= 0, panel_alt, part)
+    return out
 
 
 def _mark_duplicates(decisions: list) -> list[SiteDecision]:

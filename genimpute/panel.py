@@ -15,7 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from genimpute.errors import CheckpointError, InputError, PanelMismatchError
-from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode, summarise, write_audit
+from genimpute.harmonise import ALLELE_MISMATCH, NOT_IN_PANEL, harmonise, recode_rows, summarise, write_audit
 from genimpute.io.array_list import ArraySites
 from genimpute.io.coded_rows import CodedRows
 from genimpute.io.contigs import normalise_contig
@@ -446,8 +446,8 @@ def align_target(panel: ReferencePanel, target: TargetData, source: str = "targe
             f"{source}: expected records matching panel records by CHROM:POS:REF:ALT; found none "
             f"of {len(target.records)} (genome build or allele coding differs?)"
         )
-    haplotypes = np.stack([recode(target.alleles[t], decisions[i]) for _, t, i in matched])
     target_rows = np.asarray([t for _, t, _ in matched], dtype=np.int64)
+    haplotypes = recode_rows(target.alleles, target_rows, [decisions[i] for _, _, i in matched])
     panel_rows = np.asarray([p for p, _, _ in matched], dtype=np.int64)
     return Alignment(
         panel_rows=panel_rows,

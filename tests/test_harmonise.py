@@ -20,7 +20,7 @@ from genimpute.harmonise import (
     SiteDecision,
     classify,
     palindromic_decision,
-    recode,
+    recode_rows,
 )
 from genimpute.io.vcf_reader import read_target
 from genimpute.panel import ReferencePanel, align_target
@@ -61,10 +61,21 @@ def test_palindromic_decision_needs_clear_odds():
 
 
 def test_recode_keeps_missing_and_absent_codes():
-    alleles = np.array([0, 1, -1, -2, 2], dtype=np.int8)
-    assert recode(alleles, SiteDecision(0, 0, MATCH, 1)).tolist() == [0, 1, -1, -2, 0]
-    assert recode(alleles, SiteDecision(0, 0, SWAP, 1)).tolist() == [1, 0, -1, -2, 0]
-    assert recode(alleles, SiteDecision(0, 0, "split", 2)).tolist() == [0, 0, -1, -2, 1]
+    alleles = np.array([[0, 1, -1, -2, 2]] * 3, dtype=np.int8)
+    decisions = [SiteDecision(0, 0, MATCH, 1), SiteDecision(1, 0, SWAP, 1), SiteDecision(2, 0, "split", 2)]
+    assert recode_rows(alleles, np.arange(3), decisions).tolist() == [[0, 1, -1, -2, 0], [1, 0, -1, -2, 0],
+                                                                      [0, 0, -1, -2, 1]]
+
+
+def test_rows_are_recoded_by_their_own_decision_whatever_the_block():
+    rng = np.random.default_rng(3)
+    alleles = rng.integers(-2, 3, size=(50, 8)).astype(np.int8)
+    rows = rng.permutation(50)[:30]
+    decisions = [SiteDecision(int(r), 0, (MATCH, SWAP, "split")[i % 3], 1 + (i % 3 == 2)) for i, r in enumerate(rows)]
+    expected = [[(a == 0 if d.decision == SWAP else a == d.alt_index) if a >= 0 else a for a in alleles[r]]
+                for r, d in zip(rows, decisions)]
+    for block in (1, 7, 4096):
+        assert recode_rows(alleles, rows, decisions, block).tolist() == np.array(expected, dtype=np.int8).tolist()
 
 
 def _align(panel, path, **kwargs):

@@ -530,6 +530,59 @@ def test_the_text_reader_of_common_panels_reads_what_htslib_reads(tmp_path, monk
         assert getattr(fast.records, name) == getattr(slow.records, name)
 
 
+def _target_variant(tmp_path, edit=None) -> Path:
+    """The phased test target as plain text, one record edited by `edit` (list of columns -> list)."""
+    import gzip
+
+    with gzip.open(TARGET_PHASED, "rt") as handle:
+        lines = handle.read().splitlines()
+    body = [i for i, line in enumerate(lines) if not line.startswith("#")]
+    if edit is not None:
+        lines[body[5]] = "\t".join(edit(lines[body[5]].split("\t")))
+    path = tmp_path / "target.vcf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("edit", [
+    None,  # the common target, read from its text
+    lambda c: c[:9] + ["0/1"] + c[10:],  # an unphased call: htslib's path, which keeps the record's phase
+    lambda c: c[:9] + [".|."] + c[10:],  # a missing call
+    lambda c: c[:9] + ["1"] + c[10:],  # a haploid call
+    lambda c: c[:4] + ["G,T"] + c[5:9] + ["0|2"] + c[10:],  # multi-allelic, kept whole
+    lambda c: c[:4] + ["."] + c[5:9] + ["0|0"] * len(c[9:]),  # monomorphic
+])
+def test_the_text_reader_of_common_targets_reads_what_htslib_reads(tmp_path, monkeypatch, edit):
+    from genimpute.io import vcf_reader
+
+    path = _target_variant(tmp_path, edit)
+    fast = read_target(path)
+    assert (vcf_reader._read_common_target(path, fast.samples) is None) == (edit is not None)
+    monkeypatch.setattr(vcf_reader, "_read_common_target", lambda *args: None)
+    slow = read_target(path)
+    assert fast.samples == slow.samples and fast.alleles.dtype == slow.alleles.dtype == np.int8
+    assert np.array_equal(fast.alleles, slow.alleles) and np.array_equal(fast.phased, slow.phased)
+    assert np.array_equal(fast.records.positions, slow.records.positions)
+    for name in ("contigs", "ids", "refs", "alts"):
+        assert getattr(fast.records, name) == getattr(slow.records, name)
+
+
+def test_the_text_reader_of_targets_stops_at_an_unsorted_record_as_htslibs_path_does(tmp_path):
+    def swapped(lines):
+        body = [i for i, line in enumerate(lines) if not line.startswith("#")]
+        lines[body[3]], lines[body[4]] = lines[body[4]], lines[body[3]]
+        return lines
+
+    import gzip
+
+    with gzip.open(TARGET_PHASED, "rt") as handle:
+        lines = swapped(handle.read().splitlines())
+    path = tmp_path / "unsorted.vcf"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"record 5 \(.*\): expected records sorted by position"):
+        read_target(path)
+
+
 def test_the_text_reader_reads_a_last_record_with_no_newline_after_it(tmp_path, monkeypatch):
     from genimpute.io import vcf_reader
 

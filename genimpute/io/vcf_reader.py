@@ -412,6 +412,10 @@ def read_target(path: str | Path) -> TargetData:
     samples = list(vcf.samples)
     if not samples:
         raise InputError(f"{path}: expected samples with genotypes; found none")
+    common = _read_common_target(path, samples)
+    if common is not None:
+        vcf.close()
+        return common
     rec_fields = Records([], [], [], [], [])
     positions, alleles, phased = [], [], []
     check_sorted = _SortCheck(path)
@@ -440,6 +444,20 @@ def read_target(path: str | Path) -> TargetData:
     _lone_missing_as_diploid(haps, contigs)
     _stray_haploid_as_missing(haps, contigs, rec_fields.positions, samples, path)
     return TargetData(samples, rec_fields, haps, np.asarray(phased))
+
+
+def _read_common_target(path: str | Path, samples: list) -> TargetData | None:
+    """The common target (an array's biallelic records, FORMAT GT alone,
+    every call a phased diploid 0|0, 0|1, 1|0 or 1|1), read from its text as
+    _read_common_panel reads a panel: a record at a time through htslib,
+    a cohort's calls took several times as long (see docs/results.md). None
+    at the first record that is not so: read_target's htslib path then reads
+    the file, with its checks and messages."""
+    common = _read_common_panel(path, samples, PackedBlocks())
+    if common is None:
+        return None
+    alleles = np.unpackbits(common.packed, axis=1, count=2 * len(samples)).view(np.int8)
+    return TargetData(samples, common.records, alleles, np.ones(len(alleles), dtype=bool))
 
 
 def _lone_missing_as_diploid(haps: np.ndarray, contigs: np.ndarray) -> None:
