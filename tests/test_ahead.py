@@ -43,7 +43,7 @@ def _plan():
 
 
 def test_results_come_in_the_order_asked_each_computed_ahead_in_another_thread():
-    windows, plan = _plan()
+    _, plan = _plan()
     compute = _Recorder(seconds=0.05)
     with ComputedAhead(compute, plan) as computed:
         results = [computed(*call)[0] for call in plan]
@@ -54,7 +54,7 @@ def test_results_come_in_the_order_asked_each_computed_ahead_in_another_thread()
 
 
 def test_the_next_call_starts_before_it_is_asked_for():
-    windows, plan = _plan()
+    _, plan = _plan()
     compute = _Recorder(seconds=0.0)
     with ComputedAhead(compute, plan) as computed:
         computed(*plan[0])
@@ -65,7 +65,7 @@ def test_the_next_call_starts_before_it_is_asked_for():
 
 
 def test_a_call_off_the_plan_is_computed_in_place_and_the_plan_goes_on_after_it():
-    windows, plan = _plan()
+    _, plan = _plan()
     compute = _Recorder(seconds=0.02)
     with ComputedAhead(compute, plan) as computed:
         assert computed(*plan[2])[0] == f"{plan[2][0]}:0"  # skips the first window
@@ -78,7 +78,7 @@ def test_a_call_off_the_plan_is_computed_in_place_and_the_plan_goes_on_after_it(
 
 
 def test_an_error_of_a_call_computed_ahead_is_raised_where_it_is_asked_for():
-    windows, plan = _plan()
+    _, plan = _plan()
 
     def compute(window, part):
         if part.start == 2:
@@ -92,7 +92,7 @@ def test_an_error_of_a_call_computed_ahead_is_raised_where_it_is_asked_for():
 
 
 def test_the_thread_ahead_runs_as_many_numba_threads_as_the_caller():
-    windows, plan = _plan()
+    _, plan = _plan()
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
@@ -103,7 +103,7 @@ def test_the_thread_ahead_runs_as_many_numba_threads_as_the_caller():
 
 
 def test_nothing_is_computed_ahead_where_threads_may_not_overlap_or_one_call_is_planned(monkeypatch):
-    windows, plan = _plan()
+    _, plan = _plan()
     compute = _Recorder()
     with computed_ahead(compute, plan[:1]) as computed:
         assert computed is compute
