@@ -374,9 +374,9 @@ class CohortRecords:
                    for f in self.formatters]  # the order _write_contig asks for them
         try:
             with self.output.open(self.target.samples, header_contigs, meta, n_records), \
-                    computed_ahead(probabilities, planned) as probabilities:
+                    computed_ahead(probabilities, planned) as computed:
                 return sum(self._write_contig(spool, contig, region, in_region, windows_by_contig.get(contig.key, []),
-                                              probabilities, progress)
+                                              computed, progress)
                            for contig in contigs)
         finally:
             progress.bar.close()
