@@ -496,18 +496,23 @@ def test_read_target_missing_file(tmp_path):
         read_target(tmp_path / "absent.vcf")
 
 
-def _panel_variant(tmp_path, edit=None) -> Path:
-    """The test panel as plain text, one record edited by `edit` (list of columns -> list)."""
+def _edited_text(tmp_path, source: Path, row: int, edit=None) -> Path:
+    """`source` (bgzipped VCF) as plain text, its body's record `row` edited by `edit` (list of columns -> list)."""
     import gzip
 
-    with gzip.open(PANEL, "rt") as handle:
+    with gzip.open(source, "rt") as handle:
         lines = handle.read().splitlines()
     body = [i for i, line in enumerate(lines) if not line.startswith("#")]
     if edit is not None:
-        lines[body[7]] = "\t".join(edit(lines[body[7]].split("\t")))
-    path = tmp_path / "panel.vcf"
+        lines[body[row]] = "\t".join(edit(lines[body[row]].split("\t")))
+    path = tmp_path / source.name.removesuffix(".gz")
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _panel_variant(tmp_path, edit=None) -> Path:
+    """The test panel as plain text, one record edited by `edit`."""
+    return _edited_text(tmp_path, PANEL, 7, edit)
 
 
 @pytest.mark.parametrize("edit", [
@@ -531,17 +536,8 @@ def test_the_text_reader_of_common_panels_reads_what_htslib_reads(tmp_path, monk
 
 
 def _target_variant(tmp_path, edit=None) -> Path:
-    """The phased test target as plain text, one record edited by `edit` (list of columns -> list)."""
-    import gzip
-
-    with gzip.open(TARGET_PHASED, "rt") as handle:
-        lines = handle.read().splitlines()
-    body = [i for i, line in enumerate(lines) if not line.startswith("#")]
-    if edit is not None:
-        lines[body[5]] = "\t".join(edit(lines[body[5]].split("\t")))
-    path = tmp_path / "target.vcf"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    """The phased test target as plain text, one record edited by `edit`."""
+    return _edited_text(tmp_path, TARGET_PHASED, 5, edit)
 
 
 @pytest.mark.parametrize("edit", [
