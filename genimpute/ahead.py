@@ -13,6 +13,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 
+from genimpute.runtime import usable_cores
+
 
 @numba.njit(cache=True, parallel=True)
 def _parallel_sum(values):
@@ -34,8 +36,9 @@ def threads_may_overlap() -> bool:
 @contextlib.contextmanager
 def computed_ahead(compute, planned: list[tuple]):
     """compute, or a ComputedAhead of it over `planned` where more than
-    one call is planned and threads may overlap."""
-    if len(planned) < 2 or not threads_may_overlap():
+    one call is planned, the run has more than one core (--threads 1 keeps
+    to one) and threads may overlap."""
+    if len(planned) < 2 or usable_cores() < 2 or not threads_may_overlap():
         yield compute
         return
     with ComputedAhead(compute, planned) as ahead:

@@ -102,11 +102,15 @@ def test_the_thread_ahead_runs_as_many_numba_threads_as_the_caller():
         numba.set_num_threads(before)
 
 
-def test_nothing_is_computed_ahead_where_threads_may_not_overlap_or_one_call_is_planned(monkeypatch):
+def test_nothing_is_computed_ahead_on_one_core_one_call_or_where_threads_may_not_overlap(monkeypatch):
     _, plan = _plan()
     compute = _Recorder()
     with computed_ahead(compute, plan[:1]) as computed:
         assert computed is compute
+    monkeypatch.setattr(ahead, "usable_cores", lambda: 1)  # --threads 1
+    with computed_ahead(compute, plan) as computed:
+        assert computed is compute
+    monkeypatch.setattr(ahead, "usable_cores", lambda: 2)
     monkeypatch.setattr(numba, "threading_layer", lambda: "workqueue")
     assert not ahead.threads_may_overlap()
     with computed_ahead(compute, plan) as computed:
@@ -124,6 +128,7 @@ def test_an_imputation_computed_ahead_writes_the_bytes_of_one_computed_in_turn(t
             return super().__call__(*args)
 
     monkeypatch.setattr(ahead, "ComputedAhead", Counted)
+    monkeypatch.setattr(ahead, "usable_cores", lambda: 2)  # whatever cores the test machine has
     for overlap in (True, False):
         monkeypatch.setattr(ahead, "threads_may_overlap", lambda overlap=overlap: overlap)
         out = tmp_path / f"ahead{overlap}.vcf.gz"
