@@ -148,10 +148,10 @@ def _panel_rows_at(panel, records) -> list[list[int]]:
     """Per target record, the panel records at its contig and position, in
     panel order: searched in each contig's sorted positions, where a table
     of every panel record's position took most of a chromosome's harmonising."""
-    keys = np.array([normalise_contig(c) for c in panel.contig_names] + [""], dtype=object)
+    keys = np.array([normalise_contig(c) for c in panel.contig_names], dtype=object)
     target_keys = np.array([normalise_contig(c) for c in records.contigs], dtype=object)
     found: list[list[int]] = [[] for _ in range(len(records))]
-    for key in set(target_keys.tolist()) & set(keys[:-1].tolist()):
+    for key in set(target_keys.tolist()) & set(keys.tolist()):
         rows = np.flatnonzero(np.isin(panel.contig_index, np.flatnonzero(keys == key)))
         rows = rows[np.argsort(panel.positions[rows], kind="stable")]
         positions = panel.positions[rows]

@@ -563,6 +563,19 @@ def test_the_text_reader_of_common_targets_reads_what_htslib_reads(tmp_path, mon
         assert getattr(fast.records, name) == getattr(slow.records, name)
 
 
+def test_a_bcf_target_goes_to_htslibs_path_without_the_text_reader_reading_it(tmp_path, monkeypatch):
+    from genimpute.io import vcf_reader
+
+    bcf = tmp_path / "target.bcf"
+    _bcftools("view", "-Ob", "-o", str(bcf), str(TARGET_PHASED))
+    samples = read_target(TARGET_PHASED).samples
+    with monkeypatch.context() as patched:
+        patched.setattr(vcf_reader, "_common_records", lambda *args: pytest.fail("parsed BCF's bytes as text"))
+        assert vcf_reader._read_common_target(bcf, samples) is None
+    fast, slow = read_target(TARGET_PHASED), read_target(bcf)
+    assert np.array_equal(fast.alleles, slow.alleles) and fast.records.alts == slow.records.alts
+
+
 def test_the_text_reader_of_targets_stops_at_an_unsorted_record_as_htslibs_path_does(tmp_path):
     def swapped(lines):
         body = [i for i, line in enumerate(lines) if not line.startswith("#")]

@@ -319,6 +319,8 @@ def _read_common_panel(path: str | Path, samples: list, packed) -> PanelData | N
             for line in handle:
                 if line.startswith(b"#CHROM"):
                     break
+                if not line.startswith(b"#"):  # BCF's bytes, or no header: htslib's path says which
+                    return None
             rest = b""
             while True:
                 text = handle.read(_TEXT_BLOCK)
