@@ -30,7 +30,7 @@ from genimpute.copying.hmm import FAST, _posteriors, switch_probabilities  # noq
 from genimpute.copying.pbwt import _sightings  # noqa: E402
 from genimpute.copying.states import _composite_states, _state_alleles  # noqa: E402
 from genimpute.copying.untyped import (  # noqa: E402
-    MAXIMA_BLOCK, _add_both, _add_common, _add_sides, _block_maxima, _sides)
+    MAXIMA_BLOCK, _add_both, _add_common, _add_sides, _block_maxima, _sides, _kept_run)
 
 RARE, SIDES, BULK, NORMALISE = 1, 2, 4, 8  # the parts a variant keeps
 VARIANTS = {"whole step": 15, "no rare records": 14, "no boundary gaps' common records": 13,
@@ -63,16 +63,9 @@ def _step(untyped, segments, posterior, lo, last, floor, out, parts):
         first, stop = max(segments[1, e] - lo, 0), min(segments[2, e] - lo, len(posterior))
         b = first // MAXIMA_BLOCK
         while b * MAXIMA_BLOCK < stop:
-            if maxima[b, slot] < floor:
-                b += 1
+            start, end, b, _ = _kept_run(maxima, posterior, slot, b, first, stop, floor, column, kept)
+            if start == end:
                 continue
-            run_end = b + 1
-            while run_end * MAXIMA_BLOCK < stop and maxima[run_end, slot] >= floor:
-                run_end += 1
-            start, end = max(first, b * MAXIMA_BLOCK), min(stop, run_end * MAXIMA_BLOCK)
-            for j in range(start, end):
-                column[j - start] = posterior[j, slot]
-                kept[j] += column[j - start]
             s, t = start + lo, end + lo
             runs += 1
             if parts & RARE:
@@ -82,7 +75,6 @@ def _step(untyped, segments, posterior, lo, last, floor, out, parts):
                                         (common_first[t], common_first[t + 1], True, SIDES)):
                 if parts & part:
                     _add_common(out, hap_bits[h], common, c0, c1, sides, record_gap, weights, column, s, t, last)
-            b = run_end
     if parts & NORMALISE:
         for r in range(len(out)):
             left, right = _sides(record_gap[r], last)

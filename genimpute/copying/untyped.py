@@ -188,6 +188,31 @@ def _block_maxima(posterior):
 
 
 @nb.njit(cache=True, fastmath=FAST)
+def _kept_run(maxima, posterior, slot, b, first, stop, floor, column, kept_posterior):
+    """(start, end, the block after it, whether a block was passed over) of
+    the next run of blocks from block b in which state `slot` is kept
+    (maxima (_block_maxima) at least `floor`), as rows [start, end) of its
+    rows [first, stop); start == end where none is left. The run's
+    posteriors are copied to column[:end - start] and added to
+    kept_posterior: its records read them again, from a few cache lines
+    rather than one a typed site."""
+    passed = False
+    while b * MAXIMA_BLOCK < stop and maxima[b, slot] < floor:
+        passed = True
+        b += 1
+    if b * MAXIMA_BLOCK >= stop:
+        return stop, stop, b, passed
+    run_end = b + 1
+    while run_end * MAXIMA_BLOCK < stop and maxima[run_end, slot] >= floor:
+        run_end += 1
+    start, end = max(first, b * MAXIMA_BLOCK), min(stop, run_end * MAXIMA_BLOCK)
+    for j in range(start, end):
+        column[j - start] = posterior[j, slot]
+        kept_posterior[j] += column[j - start]
+    return start, end, run_end, passed
+
+
+@nb.njit(cache=True, fastmath=FAST)
 def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     """Write each untyped record's P(alt) to out_column (zeros): the
     posteriors (rows: typed sites lo .., as far as the records read) at the
@@ -207,8 +232,6 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
     many states at each site as the few that carry its posterior, and
     their records were most of the engine's time."""
     maxima = _block_maxima(posterior)
-    # a kept run's posteriors copied out of their column of `posterior` as the kept share sums them: its records
-    # read them again, from a few cache lines rather than one a typed site
     column = np.empty(len(posterior), dtype=np.float32)
     kept_posterior = np.zeros(len(posterior), dtype=np.float32)
     skipped = False
@@ -217,19 +240,10 @@ def _impute_untyped(untyped, segments, posterior, lo, last, floor, out_column):
         first, stop = max(segments[1, e] - lo, 0), min(segments[2, e] - lo, len(posterior))  # its rows
         b = first // MAXIMA_BLOCK
         while b * MAXIMA_BLOCK < stop:
-            if maxima[b, slot] < floor:
-                skipped = True
-                b += 1
-                continue
-            run_end = b + 1  # the run of blocks kept from b
-            while run_end * MAXIMA_BLOCK < stop and maxima[run_end, slot] >= floor:
-                run_end += 1
-            start, end = max(first, b * MAXIMA_BLOCK), min(stop, run_end * MAXIMA_BLOCK)
-            for j in range(start, end):
-                column[j - start] = posterior[j, slot]
-                kept_posterior[j] += column[j - start]
-            _add_state(untyped, column, h, start + lo, end + lo, last, out_column)
-            b = run_end
+            start, end, b, passed = _kept_run(maxima, posterior, slot, b, first, stop, floor, column, kept_posterior)
+            skipped |= passed
+            if start < end:
+                _add_state(untyped, column, h, start + lo, end + lo, last, out_column)
     record_gap, weights, alt_major = untyped[2], untyped[1], untyped[6]
     if skipped:
         for r in range(len(out_column)):
